@@ -1,0 +1,107 @@
+"""Building blocks: the shared ELECTRA embeddings and the transformer block factory."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+import tf_keras
+from official.nlp.modeling import layers as nlp_layers
+
+
+def truncated_normal(stddev: float) -> tf_keras.initializers.Initializer:
+  return tf_keras.initializers.TruncatedNormal(stddev=stddev)
+
+
+def exact_gelu(x: tf.Tensor) -> tf.Tensor:
+  """GELU with the erf form, as in BERT and ELECTRA (not the tanh approximation)."""
+  return tf.nn.gelu(x, approximate=False)
+
+
+class ElectraEmbeddings(tf_keras.layers.Layer):
+  """Token + position + segment embeddings, LayerNorm and dropout.
+
+  One instance is shared by the generator and the discriminator, so both train
+  the same variables (ELECTRA's embedding tying).
+
+  Args:
+    vocab_size: V.
+    embedding_size: E.
+    max_position_embeddings: rows of the position table.
+    type_vocab_size: number of segment ids.
+    dropout_rate: dropout after the LayerNorm.
+    initializer_range: stddev of the truncated-normal initializer.
+    layer_norm_eps: LayerNorm epsilon.
+
+  Call args:
+    input_ids: int32 [B, L].
+    segment_ids: int32 [B, L].
+
+  Returns:
+    [B, L, E] in the layer's compute dtype.
+  """
+
+  def __init__(self, vocab_size: int, embedding_size: int, max_position_embeddings: int = 512,
+               type_vocab_size: int = 2, dropout_rate: float = 0.1,
+               initializer_range: float = 0.02, layer_norm_eps: float = 1e-12, **kwargs):
+    super().__init__(**kwargs)
+    self.vocab_size = vocab_size
+    self.embedding_size = embedding_size
+    self.max_position_embeddings = max_position_embeddings
+    self.type_vocab_size = type_vocab_size
+    self.dropout_rate = dropout_rate
+    self.initializer_range = initializer_range
+    self.layer_norm_eps = layer_norm_eps
+    # float32 LayerNorm keeps mixed-precision statistics stable (Model Garden does the same).
+    self.layer_norm = tf_keras.layers.LayerNormalization(
+        epsilon=layer_norm_eps, dtype=tf.float32, name="layer_norm")
+    self.dropout = tf_keras.layers.Dropout(dropout_rate, name="dropout")
+
+  def build(self, input_shape):
+    # A fresh initializer per table: one unseeded instance would repeat its values.
+    self.word_embeddings = self.add_weight(
+        "word_embeddings", shape=[self.vocab_size, self.embedding_size],
+        initializer=truncated_normal(self.initializer_range))
+    self.position_embeddings = self.add_weight(
+        "position_embeddings", shape=[self.max_position_embeddings, self.embedding_size],
+        initializer=truncated_normal(self.initializer_range))
+    self.token_type_embeddings = self.add_weight(
+        "token_type_embeddings", shape=[self.type_vocab_size, self.embedding_size],
+        initializer=truncated_normal(self.initializer_range))
+    super().build(input_shape)
+
+  def call(self, input_ids: tf.Tensor, segment_ids: tf.Tensor, training=None) -> tf.Tensor:
+    seq_len = tf.shape(input_ids)[1]
+    words = tf.gather(self.word_embeddings, input_ids)
+    # A one-hot matmul over the 2 segment rows is cheaper than a gather on TPUs.
+    types = tf.einsum("blt,te->ble", tf.one_hot(segment_ids, self.type_vocab_size,
+                                                dtype=self.token_type_embeddings.dtype),
+                      self.token_type_embeddings)
+    positions = self.position_embeddings[tf.newaxis, :seq_len, :]
+    embeddings = self.layer_norm(words + types + positions)
+    embeddings = tf.cast(embeddings, self.compute_dtype)
+    return self.dropout(embeddings, training=training)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(vocab_size=self.vocab_size, embedding_size=self.embedding_size,
+                  max_position_embeddings=self.max_position_embeddings,
+                  type_vocab_size=self.type_vocab_size, dropout_rate=self.dropout_rate,
+                  initializer_range=self.initializer_range, layer_norm_eps=self.layer_norm_eps)
+    return config
+
+
+def transformer_block(hidden_size: int, num_heads: int, intermediate_size: int,
+                      dropout_rate: float, attention_dropout_rate: float,
+                      initializer_range: float, layer_norm_eps: float,
+                      name: str) -> tf_keras.layers.Layer:
+  """A post-LayerNorm BERT block (attention -> add & norm -> FFN -> add & norm)."""
+  del hidden_size  # taken from the input by the block
+  return nlp_layers.TransformerEncoderBlock(
+      num_attention_heads=num_heads,
+      inner_dim=intermediate_size,
+      inner_activation=exact_gelu,
+      output_dropout=dropout_rate,
+      attention_dropout=attention_dropout_rate,
+      kernel_initializer=truncated_normal(initializer_range),
+      norm_first=False,
+      norm_epsilon=layer_norm_eps,
+      name=name)

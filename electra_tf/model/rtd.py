@@ -1,0 +1,139 @@
+"""Replaced-token detection as small pure functions: sampling, corruption, labels, losses."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+
+def _fmix32(x: tf.Tensor) -> tf.Tensor:
+  """MurmurHash3's 32-bit finaliser: a cheap bijective mixer of uint32 values."""
+  x = tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, tf.constant(16, tf.uint32)))
+  x *= tf.constant(0x85EBCA6B, tf.uint32)
+  x = tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, tf.constant(13, tf.uint32)))
+  x *= tf.constant(0xC2B2AE35, tf.uint32)
+  return tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, tf.constant(16, tf.uint32)))
+
+
+def position_uniforms(seed: int | tf.Tensor, step: tf.Tensor, rows: tf.Tensor,
+                      num_positions: int) -> tf.Tensor:
+  """One uniform in (0, 1) per (example, masked slot), a pure function of its arguments.
+
+  Counter-based: the value of example `rows[b]` does not depend on how the global batch
+  is split across replicas, so 1 and N replicas sample identically, and a resumed run
+  draws what the uninterrupted run drew.
+
+  Args:
+    seed: the run's seed.
+    step: the optimizer step.
+    rows: int32 [B] global indices of this replica's examples.
+    num_positions: P.
+
+  Returns:
+    float32 [B, P].
+  """
+  key = _fmix32(tf.cast(seed, tf.uint32) + tf.constant(0x9E3779B9, tf.uint32))
+  key = _fmix32(tf.bitwise.bitwise_xor(key, tf.cast(step, tf.uint32)))
+  counter = (tf.cast(rows, tf.uint32)[:, tf.newaxis] * tf.constant(num_positions, tf.uint32)
+             + tf.cast(tf.range(num_positions), tf.uint32)[tf.newaxis, :])
+  bits = _fmix32(_fmix32(counter + key) ^ key)
+  # Top 24 bits, centred in their bucket: never exactly 0 or 1.
+  top = tf.cast(tf.bitwise.right_shift(bits, tf.constant(8, tf.uint32)), tf.float32)
+  return (top + 0.5) * (1.0 / (1 << 24))
+
+
+def sample_from_logits(logits: tf.Tensor, uniforms: tf.Tensor, temperature: float = 1.0,
+                       disallow_ids: tf.Tensor | None = None) -> tf.Tensor:
+  """Sample from softmax(logits / T) by inverting its CDF at the given uniforms.
+
+  Exact up to float32 rounding of the cumulative sum, and it needs one random number
+  per position instead of Gumbel-max's one per vocabulary entry (P x V), which is what
+  makes the draw counter-based and replica-invariant at no cost.
+
+  Args:
+    logits: float32 [B, P, V].
+    uniforms: float32 [B, P] in (0, 1), e.g. from `position_uniforms`.
+    temperature: sampling temperature T > 0.
+    disallow_ids: optional int32 [B, P] ids that may not be sampled (disallow_correct).
+
+  Returns:
+    int32 [B, P] sampled ids.
+  """
+  logits = tf.cast(logits, tf.float32)
+  if temperature != 1.0:
+    logits = logits / temperature
+  vocab_size = tf.shape(logits)[-1]
+  if disallow_ids is not None:
+    logits -= 1e4 * tf.one_hot(disallow_ids, vocab_size, dtype=logits.dtype)
+  cdf = tf.math.cumsum(tf.nn.softmax(logits, axis=-1), axis=-1)  # [B, P, V]
+  target = uniforms[..., tf.newaxis] * cdf[..., -1:]  # rescaled: the cdf may end at 1 +- eps
+  sample = tf.reduce_sum(tf.cast(cdf < target, tf.int32), axis=-1)
+  return tf.minimum(sample, vocab_size - 1)
+
+
+def scatter_update(ids: tf.Tensor, updates: tf.Tensor, positions: tf.Tensor,
+                   weights: tf.Tensor) -> tf.Tensor:
+  """`ids` with `updates` written at `positions` where `weights` > 0.
+
+  Padding slots (weight 0, position 0) leave [CLS] untouched. Built from a one-hot
+  product rather than a scatter so it compiles to dense ops under XLA/TPU.
+
+  Args:
+    ids: int32 [B, L].
+    updates: int32 [B, P].
+    positions: int32 [B, P], distinct among the real (weight > 0) slots.
+    weights: float32 [B, P].
+
+  Returns:
+    int32 [B, L].
+  """
+  seq_len = tf.shape(ids)[1]
+  real = tf.cast(weights > 0, tf.int32)
+  onehot = tf.one_hot(positions, seq_len, dtype=tf.int32) * real[:, :, tf.newaxis]  # [B, P, L]
+  written = tf.reduce_max(onehot, axis=1)  # [B, L]
+  new_values = tf.reduce_sum(onehot * updates[:, :, tf.newaxis], axis=1)  # [B, L]
+  return ids * (1 - written) + new_values
+
+
+def replaced_labels(original_ids: tf.Tensor, corrupted_ids: tf.Tensor,
+                    input_mask: tf.Tensor) -> tf.Tensor:
+  """1 where a real token was replaced by a different one; a correct sample counts as original.
+
+  Args:
+    original_ids, corrupted_ids, input_mask: int32 [B, L].
+
+  Returns:
+    int32 [B, L] labels.
+  """
+  return tf.cast(tf.not_equal(original_ids, corrupted_ids), tf.int32) * input_mask
+
+
+def mlm_loss_terms(logits: tf.Tensor, target_ids: tf.Tensor,
+                   weights: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+  """Weighted masked-LM cross-entropy as (numerator, denominator).
+
+  Args:
+    logits: float32 [B, P, V].
+    target_ids: int32 [B, P].
+    weights: float32 [B, P].
+
+  Returns:
+    (sum of weighted cross-entropies, sum of weights): scalars.
+  """
+  ce = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=target_ids, logits=logits)
+  return tf.reduce_sum(ce * weights), tf.reduce_sum(weights)
+
+
+def rtd_loss_terms(logits: tf.Tensor, labels: tf.Tensor,
+                   input_mask: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+  """Sigmoid cross-entropy over every non-pad token as (numerator, denominator).
+
+  Args:
+    logits: float32 [B, L].
+    labels, input_mask: int32 [B, L].
+
+  Returns:
+    (sum of cross-entropies over real tokens, number of real tokens): scalars.
+  """
+  mask = tf.cast(input_mask, tf.float32)
+  ce = tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.cast(labels, tf.float32), logits=logits)
+  return tf.reduce_sum(ce * mask), tf.reduce_sum(mask)

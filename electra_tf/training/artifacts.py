@@ -1,0 +1,95 @@
+"""What a run leaves in model_dir: resolved config, checkpoints, the discriminator for fine-tuning."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+
+import tensorflow as tf
+
+from electra_tf.config import EncoderConfig, PretrainConfig, resume_conflicts
+from electra_tf.errors import UserError
+
+CONFIG_NAME = "config.json"
+CHECKPOINT_SUBDIR = "checkpoints"
+DISCRIMINATOR_SUBDIR = "discriminator"
+VOCAB_NAME = "vocab.txt"
+
+
+def atomic_write_text(path: str, text: str) -> None:
+  """Write `text` to `path` through a temporary file in the same directory and a rename."""
+  directory = os.path.dirname(os.path.abspath(path))
+  os.makedirs(directory, exist_ok=True)
+  fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=os.path.basename(path))
+  try:
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+      f.write(text)
+    os.replace(tmp, path)
+  except BaseException:
+    if os.path.exists(tmp):
+      os.remove(tmp)
+    raise
+
+
+def save_or_check_run_config(model_dir: str, config: PretrainConfig, data_info: dict,
+                             write: bool = True) -> None:
+  """Record the resolved config in model_dir, or refuse a resume that conflicts with it."""
+  path = os.path.join(model_dir, CONFIG_NAME)
+  if os.path.exists(path):
+    try:
+      with open(path, encoding="utf-8") as f:
+        saved = json.load(f)
+      saved_config = PretrainConfig.from_dict(saved["pretrain"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+      raise UserError(f"{path} is unreadable ({exc}); restore it or use a new --model_dir") from exc
+    conflicts = resume_conflicts(saved_config, config)
+    old_md5 = saved.get("data", {}).get("vocab_md5")
+    if old_md5 and old_md5 != data_info.get("vocab_md5"):
+      conflicts.append("vocab")
+    if conflicts:
+      old, new = saved_config.to_dict(), config.to_dict()
+      details = "; ".join(f"{k}: saved {old[k]!r} vs now {new[k]!r}" if k in old else k
+                          for k in conflicts)
+      raise UserError(f"{model_dir} holds a run with other settings ({details}); resume with the "
+                      "same settings or use a new --model_dir")
+    if not write:
+      return
+  if write:
+    atomic_write_text(path, json.dumps({"pretrain": config.to_dict(), "data": data_info},
+                                       indent=2, sort_keys=True))
+
+
+def save_discriminator(discriminator, vocab_path: str | None, out_dir: str) -> str:
+  """Write a discriminator-only checkpoint (+ encoder config and vocab) for fine-tuning.
+
+  The directory is built under a temporary name and renamed, replacing an older export.
+  """
+  parent = os.path.dirname(os.path.abspath(out_dir))
+  os.makedirs(parent, exist_ok=True)
+  tmp = tempfile.mkdtemp(dir=parent, prefix=".tmp-discriminator-")
+  try:
+    tf.train.Checkpoint(model=discriminator).write(os.path.join(tmp, "ckpt"))
+    with open(os.path.join(tmp, CONFIG_NAME), "w", encoding="utf-8") as f:
+      json.dump({"encoder": discriminator.config.to_dict()}, f, indent=2, sort_keys=True)
+    if vocab_path:
+      shutil.copyfile(vocab_path, os.path.join(tmp, VOCAB_NAME))
+    if os.path.exists(out_dir):
+      old = out_dir + ".old"
+      shutil.rmtree(old, ignore_errors=True)
+      os.replace(out_dir, old)
+      os.replace(tmp, out_dir)
+      shutil.rmtree(old, ignore_errors=True)
+    else:
+      os.replace(tmp, out_dir)
+  except BaseException:
+    shutil.rmtree(tmp, ignore_errors=True)
+    raise
+  return out_dir
+
+
+def read_encoder_config(path: str) -> EncoderConfig:
+  """The encoder config stored beside a discriminator export."""
+  with open(os.path.join(path, CONFIG_NAME), encoding="utf-8") as f:
+    return EncoderConfig.from_dict(json.load(f)["encoder"])

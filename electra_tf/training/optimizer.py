@@ -1,0 +1,141 @@
+"""Optimisers and schedules: the authors' AdamW, Model Garden's LAMB, warmup + linear decay."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import tensorflow as tf
+import tf_keras
+from official.modeling.optimization import lamb
+
+# LayerNorm parameters and biases get no weight decay (and no LAMB trust ratio).
+NO_DECAY_PATTERNS = ("layer_norm", "LayerNorm", "bias")
+
+
+class WarmupLinearDecay(tf_keras.optimizers.schedules.LearningRateSchedule):
+  """peak * (1 - step / total) * min(1, step / warmup): the authors' schedule.
+
+  The decay runs from step 0 and is multiplied by the warmup ramp, as in the
+  original ELECTRA code (not warmup-then-decay-from-peak).
+  """
+
+  def __init__(self, peak_learning_rate: float, total_steps: int, warmup_steps: int,
+               end_learning_rate: float = 0.0):
+    self.peak_learning_rate = peak_learning_rate
+    self.total_steps = total_steps
+    self.warmup_steps = warmup_steps
+    self.end_learning_rate = end_learning_rate
+
+  def __call__(self, step):
+    step = tf.cast(step, tf.float32)
+    progress = tf.minimum(step / float(max(1, self.total_steps)), 1.0)
+    lr = (self.peak_learning_rate - self.end_learning_rate) * (1.0 - progress)
+    lr += self.end_learning_rate
+    if self.warmup_steps > 0:
+      lr *= tf.minimum(1.0, step / float(self.warmup_steps))
+    return lr
+
+  def get_config(self):
+    return {"peak_learning_rate": self.peak_learning_rate, "total_steps": self.total_steps,
+            "warmup_steps": self.warmup_steps, "end_learning_rate": self.end_learning_rate}
+
+
+def _matches(name: str, patterns: Sequence[str] | None) -> bool:
+  return any(re.search(p, name) for p in patterns or ())
+
+
+class AdamWeightDecay(tf_keras.optimizers.legacy.Optimizer):
+  """Adam with decoupled weight decay, as in BERT/ELECTRA (no bias correction by default).
+
+  Args:
+    learning_rate: float or schedule.
+    weight_decay_rate: decoupled decay added to the update (times the learning rate).
+    beta_1, beta_2, epsilon: Adam constants.
+    bias_correction: apply Adam's bias correction (the authors' code does not).
+    exclude_from_weight_decay: regexes of variable names that get no decay.
+    lr_multipliers: ordered (regex, factor) pairs; the first match scales a variable's
+      learning rate (layer-wise decay in fine-tuning).
+  """
+
+  def __init__(self, learning_rate=1e-3, weight_decay_rate: float = 0.01, beta_1: float = 0.9,
+               beta_2: float = 0.999, epsilon: float = 1e-6, bias_correction: bool = False,
+               exclude_from_weight_decay: Sequence[str] | None = NO_DECAY_PATTERNS,
+               lr_multipliers: Sequence[tuple[str, float]] | None = None,
+               name: str = "AdamWeightDecay", **kwargs):
+    super().__init__(name, **kwargs)
+    self._set_hyper("learning_rate", kwargs.get("lr", learning_rate))
+    self._set_hyper("beta_1", beta_1)
+    self._set_hyper("beta_2", beta_2)
+    self.epsilon = epsilon
+    self.weight_decay_rate = weight_decay_rate
+    self.bias_correction = bias_correction
+    self.exclude_from_weight_decay = list(exclude_from_weight_decay or ())
+    self.lr_multipliers = [(p, float(f)) for p, f in (lr_multipliers or ())]
+
+  def _create_slots(self, var_list):
+    for var in var_list:
+      self.add_slot(var, "m")
+    for var in var_list:
+      self.add_slot(var, "v")
+
+  def _lr_factor(self, name: str) -> float:
+    for pattern, factor in self.lr_multipliers:
+      if re.search(pattern, name):
+        return factor
+    return 1.0
+
+  def _resource_apply_dense(self, grad, var, apply_state=None):
+    dtype = var.dtype.base_dtype
+    lr = self._decayed_lr(dtype) * self._lr_factor(var.name)
+    beta_1 = tf.cast(self._get_hyper("beta_1"), dtype)
+    beta_2 = tf.cast(self._get_hyper("beta_2"), dtype)
+    m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+    m_t = m.assign(beta_1 * m + (1.0 - beta_1) * grad, use_locking=self._use_locking)
+    v_t = v.assign(beta_2 * v + (1.0 - beta_2) * tf.square(grad), use_locking=self._use_locking)
+    if self.bias_correction:
+      t = tf.cast(self.iterations + 1, dtype)
+      m_t = m_t / (1.0 - tf.pow(beta_1, t))
+      v_t = v_t / (1.0 - tf.pow(beta_2, t))
+    update = m_t / (tf.sqrt(v_t) + self.epsilon)
+    if self.weight_decay_rate and not _matches(var.name, self.exclude_from_weight_decay):
+      update += self.weight_decay_rate * var
+    return var.assign_sub(lr * update, use_locking=self._use_locking)
+
+  def _resource_apply_sparse(self, grad, var, indices, apply_state=None):
+    # Weight decay touches every row anyway, so a dense update costs nothing extra.
+    dense = tf.math.unsorted_segment_sum(grad, indices, tf.shape(var)[0])
+    return self._resource_apply_dense(dense, var, apply_state)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(learning_rate=self._serialize_hyperparameter("learning_rate"),
+                  beta_1=self._serialize_hyperparameter("beta_1"),
+                  beta_2=self._serialize_hyperparameter("beta_2"), epsilon=self.epsilon,
+                  weight_decay_rate=self.weight_decay_rate,
+                  bias_correction=self.bias_correction,
+                  exclude_from_weight_decay=self.exclude_from_weight_decay,
+                  lr_multipliers=self.lr_multipliers)
+    return config
+
+
+def create_optimizer(name: str, learning_rate, *, weight_decay: float = 0.01,
+                     beta_1: float = 0.9, beta_2: float = 0.999, epsilon: float = 1e-6,
+                     bias_correction: bool = False, precision: str = "float32",
+                     lr_multipliers: Sequence[tuple[str, float]] | None = None):
+  """AdamW ("adamw") or LAMB ("lamb"), wrapped for dynamic loss scaling under float16."""
+  if name == "adamw":
+    optimizer = AdamWeightDecay(
+        learning_rate, weight_decay_rate=weight_decay, beta_1=beta_1, beta_2=beta_2,
+        epsilon=epsilon, bias_correction=bias_correction, lr_multipliers=lr_multipliers)
+  elif name == "lamb":
+    if lr_multipliers:
+      raise ValueError("layer-wise learning-rate multipliers are supported with adamw only")
+    optimizer = lamb.LAMB(
+        learning_rate, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon,
+        weight_decay_rate=weight_decay, exclude_from_weight_decay=list(NO_DECAY_PATTERNS))
+  else:
+    raise ValueError(f"unknown optimizer {name!r}; choose adamw or lamb")
+  if precision == "mixed_float16":
+    optimizer = tf_keras.mixed_precision.LossScaleOptimizer(optimizer)
+  return optimizer

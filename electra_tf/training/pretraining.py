@@ -1,0 +1,137 @@
+"""The pretraining run: build under a strategy, resume, fit with callbacks, export."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import sys
+
+import tensorflow as tf
+
+from electra_tf.config import PretrainConfig
+from electra_tf.data import pipeline
+from electra_tf.errors import UserError
+from electra_tf.model.pretrainer import ElectraPretrainer
+from electra_tf.training import artifacts, callbacks
+from electra_tf.training.optimizer import WarmupLinearDecay, create_optimizer
+
+
+@dataclasses.dataclass
+class TrainData:
+  """Where the examples are and what they were built with."""
+
+  files: list[str]
+  vocab: object  # electra_tf.data.vocab.Vocab
+  examples: int | None = None
+  tokens: int | None = None
+
+
+def _worker_role(strategy) -> tuple[bool, int]:
+  """(is_chief, task_id) under multi-worker strategies; (True, 0) otherwise."""
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if resolver is None or not getattr(resolver, "task_type", None):
+    return True, 0
+  task_type, task_id = resolver.task_type, resolver.task_id or 0
+  has_chief = "chief" in resolver.cluster_spec().as_dict()
+  is_chief = task_type == "chief" or (not has_chief and task_type == "worker" and task_id == 0)
+  return is_chief, task_id
+
+
+def build_model(config: PretrainConfig, strategy, jit_compile: bool = False):
+  """The compiled ElectraPretrainer and its optimizer, created under `strategy`."""
+  with strategy.scope():
+    model = ElectraPretrainer(config)
+    schedule = WarmupLinearDecay(config.learning_rate, config.num_train_steps,
+                                 config.warmup_steps)
+    optimizer = create_optimizer(
+        config.optimizer, schedule, weight_decay=config.weight_decay, beta_1=config.beta_1,
+        beta_2=config.beta_2, epsilon=config.epsilon,
+        bias_correction=config.adam_bias_correction, precision=config.precision)
+    model.compile(optimizer=optimizer, steps_per_execution=config.steps_per_execution,
+                  jit_compile=jit_compile)
+  return model
+
+
+def make_dataset(config: PretrainConfig, data: TrainData, strategy, repeat: bool = True):
+  """Per-replica masked batches, each input pipeline reading its own share of the files."""
+
+  def dataset_fn(input_context: tf.distribute.InputContext):
+    return pipeline.make_pretraining_dataset(
+        data.files, batch_size=input_context.get_per_replica_batch_size(config.batch_size),
+        max_seq_length=config.max_seq_length,
+        max_predictions_per_seq=config.max_predictions_per_seq, mask_prob=config.mask_prob,
+        vocab=data.vocab, mask_token_rate=config.mask_token_rate,
+        random_token_rate=config.random_token_rate, shuffle=True, seed=config.seed,
+        repeat=repeat, input_context=input_context)
+
+  return strategy.distribute_datasets_from_function(dataset_fn)
+
+
+def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, strategy,
+                    jit_compile: bool = False, stream=None) -> list[dict]:
+  """Train (or resume) to config.num_train_steps; returns the logged metric lines."""
+  stream = stream or sys.stdout
+  if config.batch_size % strategy.num_replicas_in_sync:
+    raise UserError(f"--batch_size {config.batch_size} is not divisible by the "
+                    f"{strategy.num_replicas_in_sync} replicas")
+  if jit_compile and strategy.num_replicas_in_sync > 1 and not tf.config.list_logical_devices(
+      "GPU") and not tf.config.list_logical_devices("TPU"):
+    raise UserError("--jit_compile cannot compile across logical CPU devices; "
+                    "use one device (--cpu_devices=0) or drop --jit_compile")
+  is_chief, task_id = _worker_role(strategy)
+  tf.random.set_seed(config.seed)
+  data_info = {"vocab_md5": data.vocab.md5, "vocab_size": data.vocab.size,
+               "examples": data.examples, "tokens": data.tokens}
+  artifacts.save_or_check_run_config(model_dir, config, data_info, write=is_chief)
+  if data.vocab.size != config.model.vocab_size:
+    raise UserError(f"the vocab has {data.vocab.size} tokens but the model expects "
+                    f"{config.model.vocab_size}; set model.vocab_size or use the matching vocab")
+
+  model = build_model(config, strategy, jit_compile)
+  checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
+  ckpt_dir = os.path.join(model_dir, artifacts.CHECKPOINT_SUBDIR)
+  if not is_chief:  # every worker saves (the save is collective); only the chief's is kept
+    ckpt_dir = os.path.join(model_dir, ".worker_tmp", f"worker_{task_id}")
+  manager = tf.train.CheckpointManager(checkpoint, ckpt_dir, max_to_keep=config.keep_checkpoints)
+  latest = tf.train.latest_checkpoint(os.path.join(model_dir, artifacts.CHECKPOINT_SUBDIR))
+  if latest:
+    checkpoint.restore(latest).expect_partial()
+    print(f"resumed from {latest} at step {int(model.optimizer.iterations)}", file=stream)
+  start = int(model.optimizer.iterations)
+  remaining = config.num_train_steps - start
+  if remaining <= 0:
+    print(f"{model_dir} is already at step {start} of {config.num_train_steps}; nothing to do "
+          "(raise --num_train_steps to train longer, or use a new --model_dir)", file=stream)
+    return []
+
+  def cleanup(step):
+    if not is_chief:
+      shutil.rmtree(ckpt_dir, ignore_errors=True)
+
+  progress = callbacks.ProgressLogger(
+      config.num_train_steps, config.log_steps, config.tokens_per_step,
+      summary_dir=os.path.join(model_dir, "train") if is_chief else None,
+      examples_per_epoch=data.examples, batch_size=config.batch_size,
+      stream=stream if is_chief else open(os.devnull, "w"))
+  saver = callbacks.CheckpointSaver(manager, config.checkpoint_steps, on_save=cleanup)
+  dataset = make_dataset(config, data, strategy)
+  print(f"training steps {start}..{config.num_train_steps} on {strategy.num_replicas_in_sync} "
+        f"replica(s), global batch {config.batch_size} x {config.max_seq_length} tokens",
+        file=stream, flush=True)
+  try:
+    model.fit(dataset, epochs=1, steps_per_epoch=remaining, verbose=0,
+              callbacks=[progress, saver])
+  except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as exc:
+    raise pipeline.explain_data_error(exc) from exc
+  if model.discriminator is not None or config.objective == "mlm":
+    encoder_model = model.discriminator if model.discriminator is not None else model.generator
+    out = os.path.join(model_dir, artifacts.DISCRIMINATOR_SUBDIR)
+    if is_chief:
+      artifacts.save_discriminator(encoder_model, data.vocab.path, out)
+      print(f"wrote the discriminator for fine-tuning to {out}", file=stream)
+    else:
+      tmp = os.path.join(model_dir, ".worker_tmp", f"disc_{task_id}")
+      artifacts.save_discriminator(encoder_model, None, tmp)
+      shutil.rmtree(tmp, ignore_errors=True)
+  return progress.history

@@ -1,0 +1,124 @@
+"""The joint RTD step: NumPy reference loss, replica invariance, XLA, precisions, optimizers."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import make_batch
+from electra_tf import features as F
+from electra_tf.model import rtd
+from electra_tf.model.pretrainer import ElectraPretrainer
+from electra_tf.training.optimizer import WarmupLinearDecay, create_optimizer
+
+
+def _numpy_total_loss(batch, out, config):
+  gen = out["gen_logits"].numpy().astype(np.float64)
+  log_probs = gen - np.log(np.exp(gen - gen.max(-1, keepdims=True)).sum(-1, keepdims=True)) \
+      - gen.max(-1, keepdims=True)
+  w = batch[F.MASKED_LM_WEIGHTS]
+  ce = -np.take_along_axis(log_probs, batch[F.MASKED_LM_IDS][..., None], -1)[..., 0]
+  gen_loss = (ce * w).sum() / (w.sum() + 1e-6)
+  corrupted = batch[F.INPUT_IDS].copy()
+  samples = out["samples"].numpy()
+  for b, p in zip(*np.nonzero(w)):
+    corrupted[b, batch[F.MASKED_LM_POSITIONS][b, p]] = samples[b, p]
+  labels = (corrupted != batch[F.INPUT_IDS]).astype(np.float64)
+  mask = batch[F.INPUT_MASK].astype(np.float64)
+  z = out["disc_logits"].numpy().astype(np.float64)
+  bce = np.maximum(z, 0) - z * labels + np.log1p(np.exp(-np.abs(z)))
+  disc_loss = (bce * mask).sum() / (mask.sum() + 1e-6)
+  return gen_loss + config.disc_weight * disc_loss, corrupted, labels
+
+
+def test_total_loss_matches_numpy_reference(micro_config, micro_batch):
+  model = ElectraPretrainer(micro_config)
+  features = {k: tf.constant(v) for k, v in micro_batch.items()}
+  out = model.forward(features, tf.constant(5), training=False)
+  losses = model.compute_losses(out, features)
+  expected, corrupted, labels = _numpy_total_loss(micro_batch, out, micro_config)
+  np.testing.assert_allclose(losses["loss"].numpy(), expected, rtol=1e-5)
+  np.testing.assert_array_equal(out["corrupted_ids"].numpy(), corrupted)
+  np.testing.assert_array_equal(out["labels"].numpy(), labels)
+  # The samples are the inverse-CDF draws of softmax(gen_logits) at the step's uniforms.
+  u = rtd.position_uniforms(micro_config.seed, 5, tf.range(micro_config.batch_size),
+                            micro_config.max_predictions_per_seq).numpy()
+  probs = tf.nn.softmax(out["gen_logits"]).numpy()
+  cdf = np.cumsum(probs, -1)
+  expected_samples = (cdf < u[..., None] * cdf[..., -1:]).sum(-1)
+  np.testing.assert_array_equal(out["samples"].numpy(), expected_samples)
+
+
+def _first_step(strategy, config, batch, weights):
+  with strategy.scope():
+    model = ElectraPretrainer(config)
+    model.set_weights(weights)
+    model.compile(optimizer=create_optimizer("adamw", 1e-3))
+  dataset = strategy.experimental_distribute_dataset(
+      tf.data.Dataset.from_tensors({k: tf.constant(v) for k, v in batch.items()}))
+
+  @tf.function
+  def step(features):
+    _, losses, grads = model.compute_gradients(features, tf.constant(0, tf.int64))
+    return {k: tf.distribute.get_replica_context().all_reduce("sum", v)
+            for k, v in losses.items()}, grads
+
+  losses, grads = strategy.run(step, args=(next(iter(dataset)),))
+  losses = {k: strategy.experimental_local_results(v)[0].numpy() for k, v in losses.items()}
+  grads = [strategy.experimental_local_results(g)[0].numpy() for g in grads]
+  return losses, grads
+
+
+def test_one_and_two_replicas_give_the_same_first_step(micro_config):
+  batch = make_batch(micro_config, seed=11)
+  weights = ElectraPretrainer(micro_config).get_weights()
+  one_losses, one_grads = _first_step(tf.distribute.OneDeviceStrategy("/cpu:0"), micro_config,
+                                      batch, weights)
+  two = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"],
+                                       cross_device_ops=tf.distribute.ReductionToOneDevice())
+  two_losses, two_grads = _first_step(two, micro_config, batch, weights)
+  for key in ("loss", "gen_loss", "disc_loss"):
+    np.testing.assert_allclose(two_losses[key], one_losses[key], rtol=1e-5)
+  assert len(one_grads) == len(two_grads)
+  for a, b in zip(one_grads, two_grads):
+    np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-6)
+
+
+def _fit(config, batch, steps=4, jit_compile=False, optimizer="adamw"):
+  model = ElectraPretrainer(config)
+  model.compile(optimizer=create_optimizer(optimizer, WarmupLinearDecay(1e-2, 20, 2),
+                                           precision=config.precision),
+                jit_compile=jit_compile, steps_per_execution=2)
+  dataset = tf.data.Dataset.from_tensors({k: tf.constant(v) for k, v in batch.items()}).repeat()
+  history = model.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=0)
+  return model, history.history
+
+
+def test_train_step_compiles_under_xla(micro_config, micro_batch):
+  model, history = _fit(micro_config, micro_batch, jit_compile=True)
+  assert model.train_function is not None and int(model.optimizer.iterations) == 4
+  assert np.isfinite(history["loss"][0])
+
+
+@pytest.mark.parametrize("precision,optimizer", [("mixed_float16", "adamw"),
+                                                 ("mixed_bfloat16", "lamb")])
+def test_precisions_and_optimizers_train(micro_config, micro_batch, precision, optimizer):
+  import tf_keras
+
+  config = micro_config.replace(precision=precision, optimizer=optimizer)
+  tf_keras.mixed_precision.set_global_policy(precision)
+  try:
+    model, history = _fit(config, micro_batch, steps=6, optimizer=optimizer)
+  finally:
+    tf_keras.mixed_precision.set_global_policy("float32")
+  assert np.isfinite(history["loss"][0])
+  assert int(model.optimizer.iterations) == 6
+
+
+def test_training_reduces_the_loss_on_a_fixed_batch(micro_config, micro_batch):
+  model = ElectraPretrainer(micro_config)
+  features = {k: tf.constant(v) for k, v in micro_batch.items()}
+  start = float(model.compute_losses(model.forward(features, tf.constant(0)), features)["loss"])
+  config = micro_config.replace(disc_weight=50.0)
+  model, history = _fit(config, micro_batch, steps=40)
+  end = float(model.compute_losses(model.forward(features, tf.constant(0)), features)["loss"])
+  assert end < 0.7 * start
