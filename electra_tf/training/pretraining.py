@@ -18,6 +18,15 @@ from electra_tf.training.optimizer import WarmupLinearDecay, create_optimizer
 
 
 @dataclasses.dataclass
+class RunResult:
+  """The trained model and the metric lines logged during this run."""
+
+  model: ElectraPretrainer
+  history: list[dict]
+  start_step: int
+
+
+@dataclasses.dataclass
 class TrainData:
   """Where the examples are and what they were built with."""
 
@@ -63,14 +72,14 @@ def make_dataset(config: PretrainConfig, data: TrainData, strategy, repeat: bool
         max_predictions_per_seq=config.max_predictions_per_seq, mask_prob=config.mask_prob,
         vocab=data.vocab, mask_token_rate=config.mask_token_rate,
         random_token_rate=config.random_token_rate, shuffle=True, seed=config.seed,
-        repeat=repeat, input_context=input_context)
+        repeat=repeat, input_context=input_context, deterministic=False)
 
   return strategy.distribute_datasets_from_function(dataset_fn)
 
 
 def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, strategy,
-                    jit_compile: bool = False, stream=None) -> list[dict]:
-  """Train (or resume) to config.num_train_steps; returns the logged metric lines."""
+                    jit_compile: bool = False, stream=None) -> RunResult:
+  """Train (or resume) to config.num_train_steps."""
   stream = stream or sys.stdout
   if config.batch_size % strategy.num_replicas_in_sync:
     raise UserError(f"--batch_size {config.batch_size} is not divisible by the "
@@ -103,7 +112,7 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
   if remaining <= 0:
     print(f"{model_dir} is already at step {start} of {config.num_train_steps}; nothing to do "
           "(raise --num_train_steps to train longer, or use a new --model_dir)", file=stream)
-    return []
+    return RunResult(model, [], start)
 
   def cleanup(step):
     if not is_chief:
@@ -134,4 +143,4 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
       tmp = os.path.join(model_dir, ".worker_tmp", f"disc_{task_id}")
       artifacts.save_discriminator(encoder_model, None, tmp)
       shutil.rmtree(tmp, ignore_errors=True)
-  return progress.history
+  return RunResult(model, progress.history, start)

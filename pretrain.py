@@ -1,0 +1,169 @@
+"""Pretrain ELECTRA (generator + discriminator, replaced-token detection) or the MLM baseline.
+
+With no flags it trains the tiny preset on the built-in corpus (Wikipedia paragraphs of
+SQuAD v1.1 train) with the bert-base-uncased vocab:
+
+  python pretrain.py
+  python pretrain.py --model_size=tiny --text_files='corpus/*.txt' --vocab_file=vocab.txt \
+      --model_dir=runs/tiny --num_train_steps=2000
+  python pretrain.py --model_size=small --train_data='data/*.tfrecord' --strategy=mirrored
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from absl import app, flags
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("model_size", "tiny", "Preset in configs/: tiny, small, base or large.")
+flags.DEFINE_enum("strategy", "one_device",
+                  ["one_device", "mirrored", "multi_worker_mirrored", "tpu"],
+                  "tf.distribute strategy. multi_worker_mirrored reads TF_CONFIG.")
+flags.DEFINE_string("tpu", None, "TPU name or grpc://host:port address for --strategy=tpu.")
+flags.DEFINE_float("tpu_timeout", 60.0, "Seconds to wait for the TPU before failing.")
+flags.DEFINE_integer("cpu_devices", 0,
+                     "Split the host CPU into N logical devices (to run --strategy=mirrored "
+                     "without accelerators).")
+flags.DEFINE_string("text_files", None,
+                    "Glob of raw UTF-8 text (one sentence per line, blank line between "
+                    "documents). Tokenized and packed into TFRecords under model_dir/data.")
+flags.DEFINE_string("train_data", None,
+                    "Glob of TFRecords from electra_tf.data.build_pretraining_data.")
+flags.DEFINE_string("vocab_file", None,
+                    "WordPiece vocab. Default: the bert-base-uncased vocab (requirements-data.txt).")
+flags.DEFINE_bool("lower_case", True, "Lower-case text before WordPiece (for --text_files).")
+flags.DEFINE_string("model_dir", None, "Checkpoints, TensorBoard, config. Default runs/<size>.")
+flags.DEFINE_integer("num_train_steps", None, "Total optimizer steps (preset default).")
+flags.DEFINE_integer("batch_size", None, "Global batch size across all replicas.")
+flags.DEFINE_integer("max_seq_length", None, "Tokens per example.")
+flags.DEFINE_float("learning_rate", None, "Peak learning rate.")
+flags.DEFINE_integer("warmup_steps", None, "Linear warmup steps.")
+flags.DEFINE_enum("optimizer", None, ["adamw", "lamb"], "Optimizer (preset default).")
+flags.DEFINE_enum("precision", None, ["float32", "mixed_bfloat16", "mixed_float16"],
+                  "Compute precision; logits and losses stay float32.")
+flags.DEFINE_enum("objective", None, ["electra", "mlm"],
+                  "electra: replaced-token detection; mlm: the BERT masked-LM baseline.")
+flags.DEFINE_float("generator_fraction", None, "Generator width as a fraction of the "
+                   "discriminator's.")
+flags.DEFINE_float("mask_prob", None, "Fraction of tokens masked.")
+flags.DEFINE_float("disc_weight", None, "Weight of the discriminator loss (50).")
+flags.DEFINE_float("temperature", None, "Generator sampling temperature.")
+flags.DEFINE_integer("seed", None, "Random seed for data order, masking and sampling.")
+flags.DEFINE_integer("checkpoint_steps", None, "Save a checkpoint every N steps.")
+flags.DEFINE_integer("keep_checkpoints", None, "Checkpoints kept.")
+flags.DEFINE_integer("log_steps", None, "Print and log to TensorBoard every N steps.")
+flags.DEFINE_integer("steps_per_execution", None, "Train steps per tf.function call.")
+flags.DEFINE_bool("jit_compile", False, "Compile the train step with XLA (one device).")
+flags.DEFINE_string("config_overrides", None,
+                    "JSON object of further config keys, e.g. '{\"model.hidden_size\": 128}'.")
+
+# Flags that map one-to-one onto PretrainConfig fields.
+_CONFIG_FLAGS = ("num_train_steps", "batch_size", "max_seq_length", "learning_rate",
+                 "warmup_steps", "optimizer", "precision", "objective", "generator_fraction",
+                 "mask_prob", "disc_weight", "temperature", "seed", "checkpoint_steps",
+                 "keep_checkpoints", "log_steps", "steps_per_execution")
+
+
+def resolve_config():
+  import configs  # noqa: PLC0415  (keeps --help fast)
+  from electra_tf.config import ConfigError  # noqa: PLC0415
+
+  config = configs.get(FLAGS.model_size)
+  changes = {name: FLAGS[name].value for name in _CONFIG_FLAGS if FLAGS[name].value is not None}
+  if FLAGS.config_overrides:
+    try:
+      extra = json.loads(FLAGS.config_overrides)
+    except json.JSONDecodeError as exc:
+      raise ConfigError(f"--config_overrides is not valid JSON: {exc}") from exc
+    if not isinstance(extra, dict):
+      raise ConfigError("--config_overrides must be a JSON object")
+    changes.update(extra)
+  try:
+    return config.replace(**changes) if changes else config
+  except TypeError as exc:
+    raise ConfigError(f"invalid config value: {exc}") from exc
+
+
+def _cache_dir() -> str:
+  base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+  return os.environ.get("ELECTRA_TF_CACHE") or os.path.join(base, "electra_tf")
+
+
+def resolve_data(config, model_dir: str, is_multi_worker: bool):
+  """TrainData from --train_data, or from text (--text_files or the built-in corpus)."""
+  from electra_tf.data import builtin, manifest as manifest_lib, pipeline  # noqa: PLC0415
+  from electra_tf.data import pretraining_data, vocab as vocab_lib  # noqa: PLC0415
+  from electra_tf.errors import UserError  # noqa: PLC0415
+  from electra_tf.training.pretraining import TrainData  # noqa: PLC0415
+
+  if FLAGS.text_files and FLAGS.train_data:
+    raise UserError("give --text_files or --train_data, not both")
+  vocab = vocab_lib.load_vocab(FLAGS.vocab_file or vocab_lib.builtin_vocab_path())
+  if FLAGS.train_data:
+    files = pipeline.resolve_files(FLAGS.train_data, vocab, config.max_seq_length)
+    pipeline.check_first_record(files, config.max_seq_length)
+    manifest = manifest_lib.read_manifest(FLAGS.train_data.split(",")[0], required=False)
+    if manifest is None:
+      return TrainData(files, vocab)
+    return TrainData(files, vocab, manifest.examples, manifest.tokens)
+  if is_multi_worker:
+    raise UserError("--strategy=multi_worker_mirrored needs --train_data built beforehand "
+                    "(python -m electra_tf.data.build_pretraining_data), so that workers do "
+                    "not build the same data at once")
+  text_files = FLAGS.text_files
+  if not text_files:
+    text_files = builtin.builtin_corpus(_cache_dir())
+    print(f"no --text_files or --train_data: using the built-in corpus ({len(text_files)} "
+          "files of Wikipedia paragraphs from SQuAD v1.1 train)", flush=True)
+  data_dir = pretraining_data.build_if_needed(
+      text_files, vocab, os.path.join(model_dir, "data"), config.max_seq_length,
+      lower_case=FLAGS.lower_case, seed=config.seed)
+  manifest = manifest_lib.read_manifest(data_dir)
+  print(f"data: {data_dir} ({manifest.documents:,} documents, {manifest.examples:,} examples, "
+        f"{manifest.tokens:,} tokens)", flush=True)
+  return TrainData(manifest.shard_paths, vocab, manifest.examples, manifest.tokens)
+
+
+def main(argv):
+  del argv
+  from electra_tf.errors import RuntimeFailure, UserError  # noqa: PLC0415
+
+  try:
+    config = resolve_config()
+    model_dir = FLAGS.model_dir or os.path.join("runs", FLAGS.model_size)
+    from electra_tf.training import pretraining, strategy as strategy_lib  # noqa: PLC0415
+
+    strategy_lib.set_precision(config.precision)
+    strategy = strategy_lib.make_strategy(FLAGS.strategy, tpu=FLAGS.tpu,
+                                          cpu_devices=FLAGS.cpu_devices,
+                                          tpu_timeout=FLAGS.tpu_timeout)
+    data = resolve_data(config, model_dir, FLAGS.strategy == "multi_worker_mirrored")
+    pretraining.run_pretraining(config, data, model_dir, strategy,
+                                jit_compile=FLAGS.jit_compile)
+  except UserError as exc:
+    print(f"error: {exc}", file=sys.stderr)
+    sys.exit(exc.exit_code)
+  except RuntimeFailure as exc:
+    print(f"error: {exc}", file=sys.stderr)
+    sys.exit(exc.exit_code)
+  except OSError as exc:
+    print(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
+    sys.exit(1)
+
+
+def parse_flags(argv):
+  """absl parsing with one error line and exit code 2 on bad flags."""
+  try:
+    return FLAGS(argv)
+  except flags.Error as exc:
+    print(f"error: {exc}", file=sys.stderr)
+    sys.exit(2)
+
+
+if __name__ == "__main__":
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+  app.run(main, flags_parser=parse_flags)

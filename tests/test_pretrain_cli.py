@@ -1,0 +1,154 @@
+"""pretrain.py as a user runs it: bad inputs give one clear line and exit 2; kill + resume."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import ROOT
+
+
+
+def run_pretrain(*args, timeout=300):
+  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+  return subprocess.run([sys.executable, os.path.join(ROOT, "pretrain.py"), *args],
+                        cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def assert_clear_error(result, *needles):
+  assert result.returncode == 2, (result.returncode, result.stderr[-2000:])
+  assert "Traceback" not in result.stderr, result.stderr[-3000:]
+  last = result.stderr.strip().splitlines()[-1]
+  assert last.startswith("error: "), last
+  for needle in needles:
+    assert needle in last, last
+  return last
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+  from electra_tf.data import builtin
+
+  return builtin.builtin_corpus(str(tmp_path_factory.mktemp("cache")), max_articles=4)
+
+
+@pytest.fixture(scope="module")
+def data_64(tmp_path_factory, corpus):
+  from electra_tf.data import pretraining_data, vocab
+
+  out = str(tmp_path_factory.mktemp("d64") / "data")
+  pretraining_data.build_pretraining_data(corpus, vocab.builtin_vocab_path(), out,
+                                          max_seq_length=64, num_workers=1, min_shards=2,
+                                          show_progress=False)
+  return out
+
+
+@pytest.mark.parametrize("args,needles", [
+    (["--model_size=huge"], ["unknown model_size 'huge'", "tiny"]),
+    (["--config_overrides={\"model.num_heads\": 3}"], ["not divisible by num_heads 3"]),
+    (["--config_overrides={\"no_such_key\": 1}"], ["unknown PretrainConfig key", "no_such_key"]),
+    (["--num_train_steps=0"], ["num_train_steps must be positive"]),
+    (["--strategy=tpu"], ["no TPU reachable"]),
+    (["--strategy=tpu", "--tpu=grpc://127.0.0.1:9"], ["no TPU reachable at grpc://127.0.0.1:9"]),
+])
+def test_bad_settings(tmp_path, args, needles):
+  result = run_pretrain(f"--model_dir={tmp_path}/run", *args)
+  assert_clear_error(result, *needles)
+  assert not os.path.exists(tmp_path / "run" / "checkpoints")
+
+
+def test_bad_flag_value_is_one_line(tmp_path):
+  result = run_pretrain(f"--model_dir={tmp_path}/run", "--strategy=gpu_cluster")
+  assert_clear_error(result, "strategy")
+
+
+def test_empty_corpus(tmp_path):
+  (tmp_path / "empty.txt").write_text("\n   \n\n", encoding="utf-8")
+  result = run_pretrain(f"--model_dir={tmp_path}/run", f"--text_files={tmp_path}/empty.txt")
+  assert_clear_error(result, "no text in")
+  assert not os.path.exists(tmp_path / "run" / "data")
+
+
+def test_invalid_utf8(tmp_path):
+  (tmp_path / "bad.txt").write_bytes(b"A fine sentence.\nThen \xff\xfe broken bytes.\n")
+  result = run_pretrain(f"--model_dir={tmp_path}/run", f"--text_files={tmp_path}/bad.txt")
+  assert_clear_error(result, "bad.txt", "UTF-8")
+  assert not os.path.exists(tmp_path / "run" / "data")
+
+
+def test_vocab_without_mask(tmp_path, corpus):
+  from electra_tf.data import vocab
+
+  lines = open(vocab.builtin_vocab_path(), encoding="utf-8").read().splitlines()
+  (tmp_path / "vocab.txt").write_text(
+      "\n".join(t for t in lines if t != "[MASK]") + "\n", encoding="utf-8")
+  result = run_pretrain(f"--model_dir={tmp_path}/run", f"--text_files={corpus[0]}",
+                        f"--vocab_file={tmp_path}/vocab.txt")
+  assert_clear_error(result, "[MASK]")
+
+
+def test_data_built_with_another_sequence_length(tmp_path, data_64):
+  result = run_pretrain(f"--model_dir={tmp_path}/run", f"--train_data={data_64}",
+                        "--max_seq_length=128")
+  assert_clear_error(result, "length 64", "max_seq_length is 128")
+
+
+def test_data_built_with_another_vocab(tmp_path, data_64):
+  from electra_tf.data import vocab
+
+  lines = open(vocab.builtin_vocab_path(), encoding="utf-8").read().splitlines()
+  (tmp_path / "vocab.txt").write_text("\n".join(lines[:-1] + ["zz_not_in_bert"]) + "\n", encoding="utf-8")
+  result = run_pretrain(f"--model_dir={tmp_path}/run", f"--train_data={data_64}",
+                        f"--vocab_file={tmp_path}/vocab.txt")
+  assert_clear_error(result, "another vocab")
+
+
+def test_truncated_tfrecord(tmp_path, data_64):
+  import shutil
+
+  copy = tmp_path / "data"
+  shutil.copytree(data_64, copy)
+  shard = sorted(p for p in os.listdir(copy) if p.endswith(".tfrecord"))[0]
+  size = os.path.getsize(copy / shard)
+  with open(copy / shard, "r+b") as f:
+    f.truncate(size - 100)
+  result = run_pretrain(f"--model_dir={tmp_path}/run", f"--train_data={copy}")
+  assert_clear_error(result, shard, "truncated or corrupt")
+  # Without the manifest (bare shards), the damage shows while reading: still one line.
+  os.remove(copy / "manifest.json")
+  result = run_pretrain(f"--model_dir={tmp_path}/run2", f"--train_data={copy}/*.tfrecord",
+                        "--num_train_steps=100000", "--log_steps=100000")
+  assert_clear_error(result, "corrupt")
+  assert not os.path.exists(tmp_path / "run2" / "checkpoints" / "checkpoint")
+
+
+def test_sigkill_then_resume_and_conflicting_resume(tmp_path, data_64):
+  model_dir = tmp_path / "run"
+  common = [f"--model_dir={model_dir}", f"--train_data={data_64}", "--checkpoint_steps=10",
+            "--steps_per_execution=5", "--log_steps=10"]
+  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+  proc = subprocess.Popen([sys.executable, "pretrain.py", *common, "--num_train_steps=100000"],
+                          cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+  state = model_dir / "checkpoints" / "checkpoint"
+  deadline = time.time() + 240
+  while not state.exists() and time.time() < deadline and proc.poll() is None:
+    time.sleep(0.2)
+  proc.send_signal(signal.SIGKILL)
+  proc.wait()
+  assert state.exists(), proc.stderr.read().decode()[-2000:]
+
+  result = run_pretrain(*common, "--num_train_steps=40")
+  assert result.returncode == 0, result.stderr[-3000:]
+  resumed = [line for line in result.stdout.splitlines() if line.startswith("resumed from")]
+  assert resumed, result.stdout
+  step = int(resumed[0].rsplit(" ", 1)[1])
+  assert 10 <= step < 40
+  assert "step 40/40" in result.stdout
+  assert (model_dir / "checkpoints" / "ckpt-40.index").exists()
+  assert (model_dir / "discriminator" / "ckpt.index").exists()
+
+  result = run_pretrain(*common, "--num_train_steps=50", "--optimizer=lamb")
+  assert_clear_error(result, "other settings", "optimizer")
