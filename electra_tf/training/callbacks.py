@@ -54,7 +54,7 @@ class ProgressLogger(tf_keras.callbacks.Callback):
   def on_train_begin(self, logs=None):
     self._begin = time.time()
     self._window_start = None  # set after the first execution, which includes compilation
-    self._last_logged = int(self.model.optimizer.iterations)
+    self._last_logged = int(self.model.optimizer.iterations.numpy())
 
   def _learning_rate(self, step: int) -> float:
     opt = self.model.optimizer
@@ -65,7 +65,7 @@ class ProgressLogger(tf_keras.callbacks.Callback):
     return float(tf_keras.backend.get_value(lr))
 
   def on_train_batch_end(self, batch, logs=None):
-    step = int(self.model.optimizer.iterations)
+    step = int(self.model.optimizer.iterations.numpy())
     now = time.time()
     if self._window_start is None:
       self._window_start = (step, now)
@@ -131,14 +131,14 @@ class CheckpointSaver(tf_keras.callbacks.Callback):
       self.on_save(step)
 
   def on_train_begin(self, logs=None):
-    self._last_saved = int(self.model.optimizer.iterations)
+    self._last_saved = int(self.model.optimizer.iterations.numpy())
 
   def on_train_batch_end(self, batch, logs=None):
-    step = int(self.model.optimizer.iterations)
+    step = int(self.model.optimizer.iterations.numpy())
     if step // self.every > self._last_saved // self.every:
       self._save(step)
 
   def on_train_end(self, logs=None):
-    step = int(self.model.optimizer.iterations)
+    step = int(self.model.optimizer.iterations.numpy())
     if step != self._last_saved:
       self._save(step)

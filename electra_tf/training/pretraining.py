@@ -106,8 +106,8 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
   latest = tf.train.latest_checkpoint(os.path.join(model_dir, artifacts.CHECKPOINT_SUBDIR))
   if latest:
     checkpoint.restore(latest).expect_partial()
-    print(f"resumed from {latest} at step {int(model.optimizer.iterations)}", file=stream)
-  start = int(model.optimizer.iterations)
+    print(f"resumed from {latest} at step {int(model.optimizer.iterations.numpy())}", file=stream)
+  start = int(model.optimizer.iterations.numpy())
   remaining = config.num_train_steps - start
   if remaining <= 0:
     print(f"{model_dir} is already at step {start} of {config.num_train_steps}; nothing to do "

@@ -94,6 +94,16 @@ def make_strategy(name: str = "one_device", tpu: str | None = None, cpu_devices:
     raise UserError(f"unknown --strategy {name!r}; choose one of {list(STRATEGIES)}")
   if cpu_devices < 0:
     raise UserError(f"--cpu_devices must be >= 0, got {cpu_devices}")
+  if name == "multi_worker_mirrored":
+    # Collectives must be configured before anything initialises the TF context.
+    if "TF_CONFIG" not in os.environ:
+      raise UserError("--strategy=multi_worker_mirrored needs TF_CONFIG describing the cluster "
+                      "(see README, 'Multi-worker')")
+    try:
+      json.loads(os.environ["TF_CONFIG"])
+    except json.JSONDecodeError as exc:
+      raise UserError(f"TF_CONFIG is not valid JSON: {exc}") from exc
+    return tf.distribute.MultiWorkerMirroredStrategy()
   split_cpu(cpu_devices)
   gpus = tf.config.list_logical_devices("GPU")
   if name == "one_device":
@@ -104,15 +114,6 @@ def make_strategy(name: str = "one_device", tpu: str | None = None, cpu_devices:
     cpus = [d.name for d in tf.config.list_logical_devices("CPU")]
     # NCCL is GPU-only; CPU replicas reduce through one device.
     return tf.distribute.MirroredStrategy(cpus, cross_device_ops=tf.distribute.ReductionToOneDevice())
-  if name == "multi_worker_mirrored":
-    if "TF_CONFIG" not in os.environ:
-      raise UserError("--strategy=multi_worker_mirrored needs TF_CONFIG describing the cluster "
-                      "(see README, 'Multi-worker')")
-    try:
-      json.loads(os.environ["TF_CONFIG"])
-    except json.JSONDecodeError as exc:
-      raise UserError(f"TF_CONFIG is not valid JSON: {exc}") from exc
-    return tf.distribute.MultiWorkerMirroredStrategy()
   return _connect_tpu(tpu, tpu_timeout)
 
 

@@ -1,0 +1,62 @@
+"""Two real worker processes on localhost under MultiWorkerMirroredStrategy."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import numpy as np
+
+from conftest import ROOT
+
+
+def _free_ports(n):
+  socks = [socket.socket() for _ in range(n)]
+  for s in socks:
+    s.bind(("127.0.0.1", 0))
+  ports = [s.getsockname()[1] for s in socks]
+  for s in socks:
+    s.close()
+  return ports
+
+
+def test_two_workers_end_with_identical_weights(tmp_path):
+  from electra_tf.data import builtin, pretraining_data, vocab
+
+  corpus = builtin.builtin_corpus(str(tmp_path / "cache"), max_articles=3)
+  data_dir = str(tmp_path / "data")
+  pretraining_data.build_pretraining_data(corpus, vocab.builtin_vocab_path(), data_dir,
+                                          max_seq_length=64, num_workers=1, min_shards=2,
+                                          show_progress=False)
+  workers = [f"localhost:{p}" for p in _free_ports(2)]
+  model_dir = tmp_path / "run"
+  procs = []
+  for index in range(2):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "TF_CONFIG": json.dumps(
+        {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})}
+    procs.append(subprocess.Popen(
+        [sys.executable, os.path.join(ROOT, "tests", "mw_worker.py"), data_dir,
+         str(model_dir), str(tmp_path / f"w{index}.npz")],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+  outputs = []
+  try:
+    for proc in procs:
+      outputs.append(proc.communicate(timeout=400)[0])
+  finally:
+    for proc in procs:
+      proc.kill()
+  for proc, out in zip(procs, outputs):
+    assert proc.returncode == 0, out[-3000:]
+  assert "step 6/6" in outputs[0]  # the chief reports progress
+  w0 = np.load(tmp_path / "w0.npz")
+  w1 = np.load(tmp_path / "w1.npz")
+  assert len(w0.files) == len(w1.files) > 10
+  initial_differs = False
+  for key in w0.files:
+    np.testing.assert_array_equal(w0[key], w1[key])
+    initial_differs |= bool(np.any(w0[key] != 0))
+  assert initial_differs
+  # Only the chief's checkpoints remain; the other worker's temporary saves are gone.
+  assert (model_dir / "checkpoints" / "ckpt-6.index").exists()
+  assert not any((model_dir / ".worker_tmp").glob("worker_*"))
