@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import ROOT
+from testing_utils import ROOT
 
 
 

@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from conftest import ROOT
+from testing_utils import ROOT
 
 
 def _free_ports(n):

@@ -1,0 +1,1 @@
+"""Text -> WordPiece ids -> TFRecords -> masked pretraining batches (tf.text + tf.data)."""

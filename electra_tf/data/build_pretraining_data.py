@@ -1,0 +1,77 @@
+"""Builds pretraining TFRecords from text files.
+
+  python -m electra_tf.data.build_pretraining_data --input_files='corpus/*.txt' \
+      --vocab_file=vocab.txt --output_dir=data/ --max_seq_length=128
+
+Text: UTF-8, one sentence per line, a blank line between documents. `--input_files=builtin`
+uses the built-in corpus (SQuAD v1.1 train contexts, cached in --cache_dir).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from absl import app, flags
+
+from electra_tf.data import io_utils
+
+FLAGS = flags.FLAGS
+
+
+def _define_flags() -> None:
+  flags.DEFINE_string(
+      "input_files", None,
+      "Comma-separated globs of UTF-8 text files, one sentence per line and a blank line "
+      "between documents (quote the glob). 'builtin' uses SQuAD v1.1 train contexts.")
+  flags.DEFINE_string("vocab_file", None,
+                      "WordPiece vocab, one token a line. Default: the built-in "
+                      "bert-base-uncased vocab (30522 tokens).")
+  flags.DEFINE_string("output_dir", None, "Data dir to create (shards + manifest.json).")
+  flags.DEFINE_integer("max_seq_length", 128, "Tokens per example, [CLS] and [SEP]s included.")
+  flags.DEFINE_boolean("lower_case", True,
+                       "Lower-case and strip accents (BERT uncased); must match the vocab.")
+  flags.DEFINE_integer("num_workers", 0,
+                       "Worker processes; 0 means every core (at most one per 8 MB of text).")
+  flags.DEFINE_integer("min_shards", 1,
+                       "At least this many output shards (e.g. the number of input hosts); "
+                       "there is also one per worker and one per 64 MB of text.")
+  flags.DEFINE_integer("seed", 0, "Random seed; same seed, inputs and shard count: same data.")
+  flags.DEFINE_boolean("overwrite", False, "Replace --output_dir if it already holds data.")
+  flags.DEFINE_string("cache_dir", "data_cache",
+                      "Where --input_files=builtin writes its text files.")
+  flags.mark_flags_as_required(["input_files", "output_dir"])
+
+
+def _build() -> None:
+  from electra_tf.data import builtin, pretraining_data, vocab
+
+  input_files = FLAGS.input_files
+  if input_files == builtin.BUILTIN_NAME:
+    input_files = builtin.builtin_corpus(FLAGS.cache_dir)
+  vocab_file = FLAGS.vocab_file or vocab.builtin_vocab_path()
+  manifest = pretraining_data.build_pretraining_data(
+      input_files, vocab.load_vocab(vocab_file), FLAGS.output_dir,
+      max_seq_length=FLAGS.max_seq_length, lower_case=FLAGS.lower_case,
+      num_workers=FLAGS.num_workers or None, seed=FLAGS.seed, overwrite=FLAGS.overwrite,
+      min_shards=FLAGS.min_shards)
+  mb = manifest.record_bytes / 1e6
+  print(f"wrote {manifest.examples:,} examples ({manifest.tokens:,} tokens) from "
+        f"{manifest.documents:,} documents to {len(manifest.shards)} shard(s), {mb:,.1f} MB, "
+        f"in {FLAGS.output_dir} ({manifest.build_seconds:.1f} s)")
+
+
+def _main(argv: list[str]) -> None:
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments {argv[1:]}")
+  io_utils.run_cli(_build)
+
+
+def main() -> None:
+  _define_flags()
+  app.run(_main)
+
+
+if __name__ == "__main__":
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # our error line should be all of stderr
+  sys.exit(main())

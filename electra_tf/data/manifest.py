@@ -1,0 +1,167 @@
+"""The manifest.json written beside pretraining shards, and the checks made before training."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from electra_tf import features
+from electra_tf.data import io_utils
+from electra_tf.data.vocab import Vocab
+from electra_tf.errors import UserError
+
+FORMAT = "electra_tf.pretraining_data.v1"
+_REBUILD = "python -m electra_tf.data.build_pretraining_data"
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardInfo:
+  file: str  # name inside the data dir
+  records: int
+  bytes: int
+
+
+@dataclasses.dataclass(frozen=True)
+class InputInfo:
+  path: str  # absolute
+  bytes: int
+  mtime: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Manifest:
+  """What a pretraining data dir holds and how it was built.
+
+  `tokens` counts non-pad tokens ([CLS]/[SEP] included) over all examples.
+  """
+
+  data_dir: str
+  documents: int
+  examples: int
+  tokens: int
+  vocab_md5: str
+  vocab_size: int
+  vocab_file: str
+  lower_case: bool
+  max_seq_length: int
+  seed: int
+  num_workers: int
+  shards: tuple[ShardInfo, ...]
+  inputs: tuple[InputInfo, ...]
+  build_seconds: float = 0.0
+
+  @property
+  def shard_paths(self) -> list[str]:
+    return [os.path.join(self.data_dir, s.file) for s in self.shards]
+
+  @property
+  def record_bytes(self) -> int:
+    return sum(s.bytes for s in self.shards)
+
+  def to_json(self) -> str:
+    values = dataclasses.asdict(self)
+    del values["data_dir"]  # the dir may move; shard names are relative to it
+    return json.dumps({"format": FORMAT, **values}, indent=2) + "\n"
+
+  def write(self) -> None:
+    io_utils.atomic_write_text(os.path.join(self.data_dir, features.MANIFEST_NAME),
+                               self.to_json())
+
+
+def input_infos(files: Sequence[str]) -> tuple[InputInfo, ...]:
+  """Identity of the input files as a cache key: absolute path, size, mtime."""
+  infos = []
+  for path in files:
+    stat = os.stat(path)
+    infos.append(InputInfo(os.path.abspath(path), stat.st_size, stat.st_mtime))
+  return tuple(infos)
+
+
+def manifest_path(data_dir_or_pattern: str) -> str:
+  """Where the manifest of a data dir, a shard glob or a shard file lives."""
+  if os.path.isdir(data_dir_or_pattern):
+    return os.path.join(data_dir_or_pattern, features.MANIFEST_NAME)
+  if os.path.basename(data_dir_or_pattern) == features.MANIFEST_NAME:
+    return data_dir_or_pattern
+  return os.path.join(os.path.dirname(data_dir_or_pattern) or ".", features.MANIFEST_NAME)
+
+
+def _from_dict(values: dict[str, Any], data_dir: str, path: str) -> Manifest:
+  if values.pop("format", None) != FORMAT:
+    raise UserError(f"{path} is not a pretraining data manifest ({FORMAT}); "
+                    f"rebuild the data with {_REBUILD}")
+  try:
+    values["shards"] = tuple(ShardInfo(**s) for s in values["shards"])
+    values["inputs"] = tuple(InputInfo(**i) for i in values["inputs"])
+    return Manifest(data_dir=data_dir, **values)
+  except (KeyError, TypeError) as e:
+    raise UserError(f"{path} is damaged ({e}); rebuild the data with {_REBUILD}") from None
+
+
+def read_manifest(data_dir_or_pattern: str, required: bool = True) -> Manifest | None:
+  """Reads the manifest of a data dir (or of the dir a shard glob points into).
+
+  Args:
+    data_dir_or_pattern: the data dir, its manifest.json, or a glob of its shards.
+    required: when False, return None instead of raising if there is no manifest.
+
+  Raises:
+    UserError: no manifest (when required), or it is not valid JSON of our format.
+  """
+  path = manifest_path(data_dir_or_pattern)
+  if not os.path.isfile(path):
+    if not required:
+      return None
+    raise UserError(f"no {features.MANIFEST_NAME} in {os.path.dirname(path) or '.'}; "
+                    f"build the data with {_REBUILD} (an unfinished build leaves none)")
+  try:
+    with open(path, encoding="utf-8") as f:
+      values = json.load(f)
+  except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    raise UserError(f"{path} is not valid JSON ({e}); rebuild the data with {_REBUILD}") \
+        from None
+  return _from_dict(values, os.path.dirname(os.path.abspath(path)), path)
+
+
+def check_manifest(manifest: Manifest, vocab: Vocab, max_seq_length: int,
+                   lower_case: bool | None = None) -> None:
+  """Checks that the data fits this run and that every shard is present and whole.
+
+  Raises:
+    UserError: another vocab, max_seq_length or casing; a missing or truncated shard.
+  """
+  where = manifest.data_dir
+  if manifest.vocab_md5 != vocab.md5:
+    raise UserError(
+        f"data in {where} was built with another vocab (md5 {manifest.vocab_md5}, "
+        f"{manifest.vocab_file}) than {vocab.path} (md5 {vocab.md5}); rebuild it with "
+        f"--vocab_file={vocab.path} or pass the vocab it was built with")
+  if manifest.max_seq_length != max_seq_length:
+    raise UserError(
+        f"data in {where} holds sequences of length {manifest.max_seq_length} but "
+        f"max_seq_length is {max_seq_length}; rebuild it with --max_seq_length="
+        f"{max_seq_length} or train with max_seq_length={manifest.max_seq_length}")
+  if lower_case is not None and manifest.lower_case != lower_case:
+    raise UserError(
+        f"data in {where} was built with lower_case={manifest.lower_case} but this run uses "
+        f"lower_case={lower_case}; rebuild it with --lower_case={lower_case}")
+  if not manifest.shards:
+    raise UserError(f"data in {where} has no shards; rebuild it with {_REBUILD}")
+  for shard in manifest.shards:
+    path = os.path.join(where, shard.file)
+    if not os.path.isfile(path):
+      raise UserError(f"shard {path} listed in the manifest is missing; rebuild the data "
+                      f"with {_REBUILD}")
+    size = os.path.getsize(path)
+    if size != shard.bytes:
+      raise UserError(f"shard {path} has {size} bytes but the manifest says {shard.bytes}: "
+                      f"truncated or corrupt; rebuild the data with {_REBUILD}")
+
+
+def is_data_dir(path: str) -> bool:
+  """True if `path` holds our manifest (a finished build)."""
+  return os.path.isfile(os.path.join(path, features.MANIFEST_NAME))
+

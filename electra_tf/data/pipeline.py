@@ -1,0 +1,293 @@
+"""TFRecords -> shuffled batches with dynamic masking (tf.text), the pretraining input.
+
+Order: list files -> shard per input pipeline -> interleaved reads -> shuffle -> repeat ->
+batch -> parse the whole batch -> mask the whole batch -> prefetch. Parsing and masking
+once per batch, not per record, keeps the input pipeline far from being the bottleneck.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from electra_tf import features
+from electra_tf.data.manifest import check_manifest, read_manifest
+from electra_tf.data.vocab import Vocab
+from electra_tf.errors import UserError
+
+_REBUILD = "python -m electra_tf.data.build_pretraining_data"
+
+
+def parse_fn(max_seq_length: int) -> Callable[[tf.Tensor], dict[str, tf.Tensor]]:
+  """A function: serialized tf.Examples [B] -> {input_ids, input_mask, segment_ids} int32 [B, L]."""
+  spec = {k: tf.io.FixedLenFeature([max_seq_length], tf.int64) for k in features.RECORD_KEYS}
+
+  def parse(serialized: tf.Tensor) -> dict[str, tf.Tensor]:
+    parsed = tf.io.parse_example(serialized, spec)
+    return {k: tf.cast(parsed[k], tf.int32) for k in features.RECORD_KEYS}
+
+  return parse
+
+
+def mask_fn(vocab: Vocab, max_predictions_per_seq: int, mask_prob: float,
+            mask_token_rate: float = 0.85, random_token_rate: float = 0.0,
+            seed: int | None = None) -> Callable[[dict], dict]:
+  """A function that adds dynamic masking to a parsed batch.
+
+  Candidates are the real tokens except [CLS], [SEP] and [MASK] (and [PAD], which the
+  input_mask already drops). tf.text's RandomItemSelector picks ceil(mask_prob * n) of a
+  row's n candidates, capped at max_predictions_per_seq: so every row with a candidate
+  gets at least one prediction. Of those, `mask_token_rate` become [MASK],
+  `random_token_rate` a random id, the rest stay unchanged (ELECTRA: 85/0/15).
+
+  Args:
+    vocab: supplies the special ids and the size for random replacements.
+    max_predictions_per_seq: P, the static width of the masked_lm_* outputs.
+    mask_prob: share of candidates chosen.
+    mask_token_rate, random_token_rate: what the chosen tokens become.
+    seed: makes the masking reproducible (call the function sequentially then).
+
+  Returns:
+    batch -> batch plus masked_input_ids int32 [B, L], masked_lm_positions int32 [B, P],
+    masked_lm_ids int32 [B, P] and masked_lm_weights float32 [B, P] (0 in unused slots).
+  """
+  if not 0.0 < mask_prob < 1.0:
+    raise UserError(f"mask_prob must be in (0, 1), got {mask_prob}")
+  if mask_token_rate < 0 or random_token_rate < 0 or mask_token_rate + random_token_rate > 1:
+    raise UserError("mask_token_rate and random_token_rate must be >= 0 and sum to <= 1")
+  chooser = tf_text.MaskValuesChooser(vocab.size, vocab.mask_id, mask_token_rate,
+                                      random_token_rate)
+
+  def mask(batch: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    if seed is not None:
+      tf.random.set_seed(seed)  # inside a traced function: seeds only this function's ops
+    batch_seed = tf.random.uniform([2], maxval=2**31 - 1, dtype=tf.int64)
+
+    def shuffle_row(positions: tf.Tensor) -> tf.Tensor:
+      # The selector shuffles each row inside a parallel map_fn, where a shared stateful
+      # shuffle would deal out random numbers in thread order. A stateless shuffle seeded
+      # by the batch seed and the row's first flat position (unique within the batch)
+      # keeps seeded runs reproducible.
+      first = tf.reduce_min(tf.concat([positions, [2**31 - 1]], 0))
+      return tf.random.experimental.stateless_shuffle(
+          positions, seed=batch_seed + tf.stack([0, tf.cast(first, tf.int64)]))
+
+    selector = tf_text.RandomItemSelector(
+        max_selections_per_batch=max_predictions_per_seq, selection_rate=mask_prob,
+        unselectable_ids=list(vocab.unmaskable_ids), shuffle_fn=shuffle_row)
+    input_ids = batch[features.INPUT_IDS]  # [B, L]
+    lengths = tf.reduce_sum(batch[features.INPUT_MASK], axis=1)
+    ragged = tf.RaggedTensor.from_tensor(input_ids, lengths=lengths)
+    masked, positions, masked_ids = tf_text.mask_language_model(ragged, selector, chooser)
+    batch_size, seq_len = input_ids.shape[0], input_ids.shape[1]
+    width = [batch_size, max_predictions_per_seq]
+    weights = positions.with_flat_values(tf.ones_like(positions.flat_values, tf.float32))
+    return {
+        **batch,
+        features.MASKED_INPUT_IDS: masked.to_tensor(vocab.pad_id, shape=[batch_size, seq_len]),
+        features.MASKED_LM_POSITIONS: tf.cast(positions.to_tensor(0, shape=width), tf.int32),
+        features.MASKED_LM_IDS: tf.cast(masked_ids.to_tensor(0, shape=width), tf.int32),
+        features.MASKED_LM_WEIGHTS: weights.to_tensor(0.0, shape=width),
+    }
+
+  return mask
+
+
+def resolve_files(file_pattern_or_list: str | Sequence[str], vocab: Vocab,
+                  max_seq_length: int) -> list[str]:
+  """The shard files to read; checks the manifest against vocab and length when one exists.
+
+  Accepts a data dir (its manifest lists the shards), a comma-separated glob, or a list.
+  """
+  if isinstance(file_pattern_or_list, str) and tf.io.gfile.isdir(file_pattern_or_list):
+    manifest = read_manifest(file_pattern_or_list, required=False)
+    if manifest is None:
+      raise UserError(f"no {features.MANIFEST_NAME} in {file_pattern_or_list}; pass a glob of "
+                      f"its shards ('{file_pattern_or_list}/*.tfrecord') or rebuild the data "
+                      f"with {_REBUILD}")
+    check_manifest(manifest, vocab, max_seq_length)
+    return manifest.shard_paths
+  patterns = (file_pattern_or_list.split(",") if isinstance(file_pattern_or_list, str)
+              else list(file_pattern_or_list))
+  files = []
+  for pattern in (p.strip() for p in patterns if p.strip()):
+    matches = sorted(tf.io.gfile.glob(pattern))
+    if not matches:
+      raise UserError(f"no files match {pattern!r}; check the path of the pretraining data "
+                      f"or build it with {_REBUILD}")
+    manifest = read_manifest(pattern, required=False) if "://" not in pattern else None
+    if manifest is not None:
+      check_manifest(manifest, vocab, max_seq_length)
+    files.extend(matches)
+  if not files:
+    raise UserError(f"no pretraining data given; pass a data dir built with {_REBUILD}")
+  return list(dict.fromkeys(files))
+
+
+def check_first_record(files: Sequence[str], max_seq_length: int) -> None:
+  """Reads one record eagerly so a wrong length gives a clear error, not a parse failure."""
+  for path in files:
+    try:
+      raw = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
+    except tf.errors.DataLossError:
+      raise UserError(f"{path} is not a TFRecord file or is corrupt; rebuild the data with "
+                      f"{_REBUILD}") from None
+    if raw is None:
+      continue  # an empty shard: look at the next one
+    try:
+      feature = tf.train.Example.FromString(raw.numpy()).features.feature
+    except Exception:  # protobuf's DecodeError: not a tf.train.Example at all
+      raise UserError(f"{path} does not hold tf.train.Example records; build pretraining "
+                      f"data with {_REBUILD}") from None
+    for key in features.RECORD_KEYS:
+      if key not in feature:
+        raise UserError(f"{path} is not pretraining data: its records have no {key!r} "
+                        f"feature; build it with {_REBUILD}")
+      length = len(feature[key].int64_list.value)
+      if length != max_seq_length:
+        raise UserError(
+            f"{path} holds sequences of length {length} but max_seq_length is "
+            f"{max_seq_length}; rebuild the data with --max_seq_length={max_seq_length} "
+            f"or train with max_seq_length={length}")
+    return
+  raise UserError(f"the pretraining data files hold no records ({', '.join(files[:3])}...); "
+                  f"rebuild the data with {_REBUILD}")
+
+
+def make_pretraining_dataset(
+    file_pattern_or_list: str | Sequence[str], *, batch_size: int, max_seq_length: int,
+    max_predictions_per_seq: int, mask_prob: float, vocab: Vocab,
+    mask_token_rate: float = 0.85, random_token_rate: float = 0.0, shuffle: bool = True,
+    seed: int | None = None, repeat: bool = True,
+    input_context: tf.distribute.InputContext | None = None,
+    shuffle_buffer_size: int = 10_000, deterministic: bool | None = None) -> tf.data.Dataset:
+  """The pretraining input: dicts with exactly `features.PRETRAIN_KEYS`.
+
+  Args:
+    file_pattern_or_list: a data dir (manifest checked), comma-separated globs, or a list.
+    batch_size: per input pipeline (per replica under a strategy).
+    max_seq_length: L; records of another length raise a UserError naming the file.
+    max_predictions_per_seq: P.
+    mask_prob, mask_token_rate, random_token_rate: see `mask_fn`.
+    vocab: the vocab the data was built with.
+    shuffle: shuffle file order and records.
+    seed: makes file order, record order and masking reproducible.
+    repeat: loop forever (training) or stop after one pass (evaluation).
+    input_context: from `distribute_datasets_from_function`; each pipeline reads a
+      disjoint part: whole files when there are at least as many files as pipelines,
+      else every n-th record.
+    shuffle_buffer_size: records held for shuffling.
+    deterministic: reproducible element order; defaults to `seed is not None`. When
+      False, reads and masking run in parallel without an order guarantee.
+
+  Returns:
+    A dataset of dicts: input_ids, input_mask, segment_ids, masked_input_ids int32 [B, L];
+    masked_lm_positions, masked_lm_ids int32 [B, P]; masked_lm_weights float32 [B, P].
+  """
+  files = resolve_files(file_pattern_or_list, vocab, max_seq_length)
+  if tf.executing_eagerly():
+    check_first_record(files, max_seq_length)
+  deterministic = seed is not None if deterministic is None else deterministic
+  pipelines = input_context.num_input_pipelines if input_context else 1
+  pipeline_id = input_context.input_pipeline_id if input_context else 0
+  by_file = pipelines > 1 and len(files) >= pipelines
+  by_record = pipelines > 1 and not by_file
+  local_seed = None if seed is None else seed + pipeline_id  # pipelines must not mask alike
+
+  dataset = tf.data.Dataset.from_tensor_slices(files)
+  if by_file:
+    dataset = dataset.shard(pipelines, pipeline_id)
+  if shuffle and not by_record:  # record sharding needs the same file order everywhere
+    dataset = dataset.shuffle(len(files), seed=local_seed, reshuffle_each_iteration=True)
+  dataset = dataset.interleave(
+      tf.data.TFRecordDataset, cycle_length=min(len(files), 16),
+      num_parallel_calls=tf.data.AUTOTUNE,
+      # Record sharding also needs the same record order in every pipeline.
+      deterministic=deterministic or by_record)
+  if by_record:
+    dataset = dataset.shard(pipelines, pipeline_id)
+  if shuffle:
+    dataset = dataset.shuffle(shuffle_buffer_size, seed=local_seed,
+                              reshuffle_each_iteration=True)
+  if repeat:
+    dataset = dataset.repeat()
+  dataset = dataset.batch(batch_size, drop_remainder=True)
+  dataset = dataset.map(parse_fn(max_seq_length), num_parallel_calls=tf.data.AUTOTUNE,
+                        deterministic=deterministic)
+  masker = mask_fn(vocab, max_predictions_per_seq, mask_prob, mask_token_rate,
+                   random_token_rate, seed=local_seed if deterministic else None)
+  if deterministic:
+    # Seeded masking draws from one random stream, so it must run one batch at a time.
+    dataset = dataset.map(masker)
+  else:
+    dataset = dataset.map(masker, num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
+  return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def distributed_dataset(strategy: tf.distribute.Strategy,
+                        file_pattern_or_list: str | Sequence[str], *, global_batch_size: int,
+                        **kwargs) -> tf.distribute.DistributedDataset:
+  """`make_pretraining_dataset` under `strategy`: one pipeline per worker, split batches.
+
+  Args:
+    strategy: the distribution strategy.
+    file_pattern_or_list: as for `make_pretraining_dataset`.
+    global_batch_size: the batch over all replicas; must divide evenly among them.
+    **kwargs: the other `make_pretraining_dataset` arguments (not batch_size).
+  """
+  replicas = strategy.num_replicas_in_sync
+  if global_batch_size % replicas:
+    raise UserError(f"batch size {global_batch_size} does not divide among {replicas} "
+                    f"replicas; use a multiple of {replicas}")
+
+  def dataset_fn(input_context: tf.distribute.InputContext) -> tf.data.Dataset:
+    return make_pretraining_dataset(
+        file_pattern_or_list,
+        batch_size=input_context.get_per_replica_batch_size(global_batch_size),
+        input_context=input_context, **kwargs)
+
+  return strategy.distribute_datasets_from_function(dataset_fn)
+
+
+_LENGTH_ERROR = re.compile(r"Key: (\w+)\b.*Values size: (\d+) but output shape: \[(\d+)\]")
+_MISSING_KEY = re.compile(r"Feature: (\w+) \(data type: \w+\) is required")
+_RECORD_ERROR = re.compile(r"(corrupted|truncated) record at (\d+)[^\[]*")
+
+
+def explain_data_error(exc: Exception) -> UserError:
+  """Turns an error raised while iterating the input pipeline into one clear UserError.
+
+  Use it around the training loop:
+    except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
+      raise explain_data_error(e) from e
+  """
+  if isinstance(exc, UserError):
+    return exc
+  text = getattr(exc, "message", None) or str(exc)
+  text = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", text)
+  first = next((line.strip() for line in text.splitlines() if line.strip()), repr(exc))
+  first = re.sub(r"\s*\[Op:\w+\].*$", "", first)
+  if isinstance(exc, tf.errors.DataLossError):
+    match = _RECORD_ERROR.search(first)
+    detail = match.group(0).strip() if match else first
+    return UserError(f"the pretraining data is corrupt ({detail}); find the bad shard with "
+                     f"check_manifest or rebuild the data with {_REBUILD}")
+  match = _LENGTH_ERROR.search(text)
+  if match:
+    key, found, expected = match.groups()
+    return UserError(
+        f"the pretraining records hold {key} of length {found} but max_seq_length is "
+        f"{expected}; rebuild the data with --max_seq_length={expected} or train with "
+        f"max_seq_length={found}")
+  match = _MISSING_KEY.search(text)
+  if match:
+    return UserError(f"the input records have no {match.group(1)!r} feature: not pretraining "
+                     f"data; build it with {_REBUILD}")
+  if isinstance(exc, tf.errors.NotFoundError):
+    return UserError(f"a pretraining data file is missing ({first}); rebuild the data with "
+                     f"{_REBUILD}")
+  return UserError(f"the input pipeline failed: {first}; check the pretraining data or "
+                   f"rebuild it with {_REBUILD}")

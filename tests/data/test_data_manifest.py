@@ -1,0 +1,105 @@
+"""Manifest checks before training, and build_if_needed's cache."""
+
+import os
+import re
+import shutil
+
+import pytest
+
+from electra_tf import features
+from electra_tf.data.manifest import check_manifest, read_manifest
+from electra_tf.data.pretraining_data import build_if_needed, build_pretraining_data
+from electra_tf.errors import UserError
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, toy_corpus, toy_vocab):
+  out = str(tmp_path_factory.mktemp("manifest") / "data")
+  build_pretraining_data(toy_corpus, toy_vocab, out, max_seq_length=32, num_workers=1,
+                         min_shards=2, show_progress=False)
+  return out
+
+
+@pytest.fixture
+def copy(built, tmp_path):
+  target = str(tmp_path / "copy")
+  shutil.copytree(built, target)
+  return target
+
+
+def test_matching_data_passes(built, toy_vocab):
+  manifest = read_manifest(built)
+  check_manifest(manifest, toy_vocab, 32, lower_case=True)
+  # A glob of the shards and the manifest path itself find the same manifest.
+  assert read_manifest(os.path.join(built, "*.tfrecord")) == manifest
+  assert read_manifest(os.path.join(built, features.MANIFEST_NAME)) == manifest
+
+
+def test_other_vocab(built, bert_vocab, toy_vocab):
+  with pytest.raises(UserError, match=re.escape(
+      f"data in {built} was built with another vocab (md5 {toy_vocab.md5}")) as error:
+    check_manifest(read_manifest(built), bert_vocab, 32)
+  assert str(error.value).endswith(
+      f"rebuild it with --vocab_file={bert_vocab.path} or pass the vocab it was built with")
+
+
+def test_other_max_seq_length(built, toy_vocab):
+  with pytest.raises(UserError, match=re.escape(
+      f"data in {built} holds sequences of length 32 but max_seq_length is 128; rebuild it "
+      "with --max_seq_length=128 or train with max_seq_length=32")):
+    check_manifest(read_manifest(built), toy_vocab, 128)
+
+
+def test_other_casing(built, toy_vocab):
+  with pytest.raises(UserError, match="built with lower_case=True but this run uses"):
+    check_manifest(read_manifest(built), toy_vocab, 32, lower_case=False)
+
+
+def test_truncated_shard(copy, toy_vocab):
+  manifest = read_manifest(copy)
+  path = manifest.shard_paths[1]
+  with open(path, "r+b") as f:
+    f.truncate(manifest.shards[1].bytes - 10)
+  with pytest.raises(UserError, match=re.escape(
+      f"shard {path} has {manifest.shards[1].bytes - 10} bytes but the manifest says "
+      f"{manifest.shards[1].bytes}: truncated or corrupt; rebuild the data")):
+    check_manifest(manifest, toy_vocab, 32)
+
+
+def test_missing_shard(copy, toy_vocab):
+  manifest = read_manifest(copy)
+  os.remove(manifest.shard_paths[0])
+  with pytest.raises(UserError, match="listed in the manifest is missing"):
+    check_manifest(manifest, toy_vocab, 32)
+
+
+def test_missing_or_damaged_manifest(copy):
+  path = os.path.join(copy, features.MANIFEST_NAME)
+  with open(path, "w") as f:
+    f.write("{not json")
+  with pytest.raises(UserError, match="is not valid JSON"):
+    read_manifest(copy)
+  os.remove(path)
+  with pytest.raises(UserError, match=f"no {features.MANIFEST_NAME} in {re.escape(copy)}; "
+                     "build the data with"):
+    read_manifest(copy)
+  assert read_manifest(copy, required=False) is None
+
+
+def test_build_if_needed_reuses_matching_data(tmp_path, toy_corpus, toy_vocab):
+  shutil.copytree(os.path.dirname(toy_corpus), tmp_path / "corpus")  # we touch its files
+  toy_corpus = str(tmp_path / "corpus" / "*.txt")
+  out = str(tmp_path / "cache")
+  manifest_file = os.path.join(out, features.MANIFEST_NAME)
+  assert build_if_needed(toy_corpus, toy_vocab, out, 32, True, 0, show_progress=False) == out
+  built_at = os.stat(manifest_file).st_mtime_ns
+  build_if_needed(toy_corpus, toy_vocab, out, 32, True, seed=5, show_progress=False)
+  assert os.stat(manifest_file).st_mtime_ns == built_at  # reused (the seed is no reason)
+
+  build_if_needed(toy_corpus, toy_vocab, out, 16, True, show_progress=False)
+  assert read_manifest(out).max_seq_length == 16  # another length: rebuilt
+
+  first_input = read_manifest(out).inputs[0].path
+  os.utime(first_input, ns=(built_at, built_at + 10**9))  # an input changed
+  build_if_needed(toy_corpus, toy_vocab, out, 16, True, show_progress=False)
+  assert read_manifest(out).inputs[0].mtime == os.path.getmtime(first_input)

@@ -1,0 +1,39 @@
+"""Helpers shared by tests (importable as `testing_utils`: tests/ is on sys.path)."""
+
+import os
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def make_batch(config, seed: int = 0, batch_size: int | None = None):
+  """A fixed pretraining batch (numpy) with [CLS]=1, [SEP]=2, [MASK]=3 and padding 0."""
+  from electra_tf import features as F
+
+  rng = np.random.default_rng(seed)
+  B = batch_size or config.batch_size
+  L, P, V = config.max_seq_length, config.max_predictions_per_seq, config.model.vocab_size
+  ids = np.zeros((B, L), np.int32)
+  mask = np.zeros((B, L), np.int32)
+  segments = np.zeros((B, L), np.int32)
+  positions = np.zeros((B, P), np.int32)
+  masked_ids = np.zeros((B, P), np.int32)
+  weights = np.zeros((B, P), np.float32)
+  for b in range(B):
+    n = int(rng.integers(P + 3, L + 1))
+    ids[b, :n] = rng.integers(4, V, size=n)
+    ids[b, 0], ids[b, n - 1] = 1, 2
+    mask[b, :n] = 1
+    segments[b, n // 2:n] = 1
+    k = int(rng.integers(1, P + 1))
+    chosen = np.sort(rng.choice(np.arange(1, n - 1), size=k, replace=False))
+    positions[b, :k], masked_ids[b, :k], weights[b, :k] = chosen, ids[b, chosen], 1.0
+  masked_input = ids.copy()
+  for b in range(B):
+    for p in range(P):
+      if weights[b, p] and rng.random() < 0.85:
+        masked_input[b, positions[b, p]] = 3
+  return {F.INPUT_IDS: ids, F.INPUT_MASK: mask, F.SEGMENT_IDS: segments,
+          F.MASKED_INPUT_IDS: masked_input, F.MASKED_LM_POSITIONS: positions,
+          F.MASKED_LM_IDS: masked_ids, F.MASKED_LM_WEIGHTS: weights}
