@@ -15,7 +15,7 @@ import json
 import os
 import sys
 
-from absl import app, flags
+from absl import app, flags, logging
 
 FLAGS = flags.FLAGS
 
@@ -34,7 +34,8 @@ flags.DEFINE_string("text_files", None,
 flags.DEFINE_string("train_data", None,
                     "Glob of TFRecords from electra_tf.data.build_pretraining_data.")
 flags.DEFINE_string("vocab_file", None,
-                    "WordPiece vocab. Default: the bert-base-uncased vocab (requirements-data.txt).")
+                    "WordPiece vocab. Default: the checkpoint's (with --init_checkpoint) "
+                    "or the bert-base-uncased vocab (requirements-data.txt).")
 flags.DEFINE_bool("lower_case", True, "Lower-case text before WordPiece (for --text_files).")
 flags.DEFINE_string("model_dir", None, "Checkpoints, TensorBoard, config. Default runs/<size>.")
 flags.DEFINE_integer("num_train_steps", None, "Total optimizer steps (preset default).")
@@ -58,6 +59,10 @@ flags.DEFINE_integer("keep_checkpoints", None, "Checkpoints kept.")
 flags.DEFINE_integer("log_steps", None, "Print and log to TensorBoard every N steps.")
 flags.DEFINE_integer("steps_per_execution", None, "Train steps per tf.function call.")
 flags.DEFINE_bool("jit_compile", False, "Compile the train step with XLA (one device).")
+flags.DEFINE_string("init_checkpoint", None,
+                    "Start from these weights (released TF1 checkpoint, Hugging Face folder, "
+                    "python -m electra_tf.convert output, or another run's model_dir). Sizes "
+                    "come from the checkpoint; no optimizer slots are needed.")
 flags.DEFINE_string("config_overrides", None,
                     "JSON object of further config keys, e.g. '{\"model.hidden_size\": 128}'.")
 
@@ -88,21 +93,33 @@ def resolve_config():
     raise ConfigError(f"invalid config value: {exc}") from exc
 
 
+def apply_init_checkpoint(config):
+  """(config with the checkpoint's sizes, the read source) for --init_checkpoint."""
+  from electra_tf.export import convert  # noqa: PLC0415
+
+  source = convert.read_source(FLAGS.init_checkpoint)
+  changes = {"model": source.config.model}
+  if source.has_generator:
+    changes["generator"] = source.config.generator
+  return config.replace(**changes), source
+
+
 def _cache_dir() -> str:
   base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
   return os.environ.get("ELECTRA_TF_CACHE") or os.path.join(base, "electra_tf")
 
 
-def resolve_data(config, model_dir: str, is_multi_worker: bool):
+def resolve_data(config, model_dir: str, is_multi_worker: bool, default_vocab: str | None = None):
   """TrainData from --train_data, or from text (--text_files or the built-in corpus)."""
-  from electra_tf.data import builtin, manifest as manifest_lib, pipeline  # noqa: PLC0415
-  from electra_tf.data import pretraining_data, vocab as vocab_lib  # noqa: PLC0415
+  from electra_tf.data import builtin, pipeline, pretraining_data  # noqa: PLC0415  # noqa: PLC0415
+  from electra_tf.data import manifest as manifest_lib
+  from electra_tf.data import vocab as vocab_lib
   from electra_tf.errors import UserError  # noqa: PLC0415
   from electra_tf.training.pretraining import TrainData  # noqa: PLC0415
 
   if FLAGS.text_files and FLAGS.train_data:
     raise UserError("give --text_files or --train_data, not both")
-  vocab = vocab_lib.load_vocab(FLAGS.vocab_file or vocab_lib.builtin_vocab_path())
+  vocab = vocab_lib.load_vocab(FLAGS.vocab_file or default_vocab or vocab_lib.builtin_vocab_path())
   if FLAGS.train_data:
     files = pipeline.resolve_files(FLAGS.train_data, vocab, config.max_seq_length)
     pipeline.check_first_record(files, config.max_seq_length)
@@ -130,20 +147,26 @@ def resolve_data(config, model_dir: str, is_multi_worker: bool):
 
 def main(argv):
   del argv
+  logging.set_verbosity(logging.WARNING)  # TF's checkpoint INFO lines drown the progress
   from electra_tf.errors import RuntimeFailure, UserError  # noqa: PLC0415
 
   try:
     config = resolve_config()
     model_dir = FLAGS.model_dir or os.path.join("runs", FLAGS.model_size)
-    from electra_tf.training import pretraining, strategy as strategy_lib  # noqa: PLC0415
+    from electra_tf.training import pretraining  # noqa: PLC0415
+    from electra_tf.training import strategy as strategy_lib
 
     strategy_lib.set_precision(config.precision)
     strategy = strategy_lib.make_strategy(FLAGS.strategy, tpu=FLAGS.tpu,
                                           cpu_devices=FLAGS.cpu_devices,
                                           tpu_timeout=FLAGS.tpu_timeout)
-    data = resolve_data(config, model_dir, FLAGS.strategy == "multi_worker_mirrored")
+    source = None
+    if FLAGS.init_checkpoint:
+      config, source = apply_init_checkpoint(config)
+    data = resolve_data(config, model_dir, FLAGS.strategy == "multi_worker_mirrored",
+                        default_vocab=source.vocab_path if source else None)
     pretraining.run_pretraining(config, data, model_dir, strategy,
-                                jit_compile=FLAGS.jit_compile)
+                                jit_compile=FLAGS.jit_compile, init_source=source)
   except UserError as exc:
     print(f"error: {exc}", file=sys.stderr)
     sys.exit(exc.exit_code)

@@ -11,6 +11,7 @@ MASKED_LM_WEIGHTS = "masked_lm_weights"  # float32 [B, P] 1.0 real prediction, 0
 # What a TFRecord stores (int64 in tf.Example, cast to int32 on read).
 RECORD_KEYS = (INPUT_IDS, INPUT_MASK, SEGMENT_IDS)
 # What the pretraining pipeline yields per batch.
-PRETRAIN_KEYS = RECORD_KEYS + (MASKED_INPUT_IDS, MASKED_LM_POSITIONS, MASKED_LM_IDS, MASKED_LM_WEIGHTS)
+PRETRAIN_KEYS = RECORD_KEYS + (MASKED_INPUT_IDS, MASKED_LM_POSITIONS, MASKED_LM_IDS,
+                               MASKED_LM_WEIGHTS)
 
 MANIFEST_NAME = "manifest.json"

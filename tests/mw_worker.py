@@ -14,7 +14,8 @@ def main(data_dir: str, model_dir: str, out: str) -> None:
 
   import configs
   from electra_tf.data import manifest, vocab
-  from electra_tf.training import pretraining, strategy as strategy_lib
+  from electra_tf.training import pretraining
+  from electra_tf.training import strategy as strategy_lib
 
   strategy = strategy_lib.make_strategy("multi_worker_mirrored")
   config = configs.get("tiny").replace(num_train_steps=6, steps_per_execution=2,

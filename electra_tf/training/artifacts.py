@@ -1,4 +1,4 @@
-"""What a run leaves in model_dir: resolved config, checkpoints, the discriminator for fine-tuning."""
+"""What a run leaves in model_dir: resolved config, checkpoints, a discriminator export."""
 
 from __future__ import annotations
 

@@ -78,8 +78,12 @@ def make_dataset(config: PretrainConfig, data: TrainData, strategy, repeat: bool
 
 
 def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, strategy,
-                    jit_compile: bool = False, stream=None) -> RunResult:
-  """Train (or resume) to config.num_train_steps."""
+                    jit_compile: bool = False, stream=None, init_source=None) -> RunResult:
+  """Train (or resume) to config.num_train_steps.
+
+  `init_source` (from electra_tf.export.convert.read_source) seeds the networks' weights
+  when model_dir has no checkpoint yet; a resume always prefers model_dir's own.
+  """
   stream = stream or sys.stdout
   if config.batch_size % strategy.num_replicas_in_sync:
     raise UserError(f"--batch_size {config.batch_size} is not divisible by the "
@@ -107,6 +111,12 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
   if latest:
     checkpoint.restore(latest).expect_partial()
     print(f"resumed from {latest} at step {int(model.optimizer.iterations.numpy())}", file=stream)
+  elif init_source is not None:
+    from electra_tf.export import convert  # noqa: PLC0415  (only when used)
+
+    report = convert.restore_into(init_source, model.generator, model.discriminator,
+                                  partial=True)
+    print(report.summary(), file=stream)
   start = int(model.optimizer.iterations.numpy())
   remaining = config.num_train_steps - start
   if remaining <= 0:

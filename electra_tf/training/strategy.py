@@ -113,7 +113,8 @@ def make_strategy(name: str = "one_device", tpu: str | None = None, cpu_devices:
       return tf.distribute.MirroredStrategy([d.name for d in gpus])
     cpus = [d.name for d in tf.config.list_logical_devices("CPU")]
     # NCCL is GPU-only; CPU replicas reduce through one device.
-    return tf.distribute.MirroredStrategy(cpus, cross_device_ops=tf.distribute.ReductionToOneDevice())
+    return tf.distribute.MirroredStrategy(
+        cpus, cross_device_ops=tf.distribute.ReductionToOneDevice())
   return _connect_tpu(tpu, tpu_timeout)
 
 

@@ -3,8 +3,8 @@
 import numpy as np
 import tensorflow as tf
 import tf_keras
-
 from testing_utils import make_batch
+
 from electra_tf import features as F
 from electra_tf.config import EncoderConfig
 from electra_tf.model.encoder import ElectraEncoder

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 import tensorflow as tf
-
 from testing_utils import make_batch
+
 from electra_tf import features as F
 from electra_tf.model import rtd
 from electra_tf.model.pretrainer import ElectraPretrainer

@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import numpy as np
-
 from testing_utils import ROOT
 
 
