@@ -83,8 +83,15 @@ class EncoderConfig:
 
 
 def default_num_heads(hidden_size: int) -> int:
-  """The authors' rule: one head per 64 hidden units, at least one."""
-  return max(1, hidden_size // 64)
+  """The authors' rule, one head per 64 hidden units (at least one), lowered to a divisor.
+
+  The authors' code would build a broken block when H // 64 does not divide H (e.g. a
+  194-wide generator of a 776-wide model); the nearest smaller divisor keeps it valid.
+  """
+  heads = max(1, hidden_size // 64)
+  while hidden_size % heads:
+    heads -= 1
+  return heads
 
 
 def generator_config(disc: EncoderConfig, fraction: float) -> EncoderConfig:
