@@ -68,11 +68,13 @@ class ProgressLogger(tf_keras.callbacks.Callback):
     step = int(self.model.optimizer.iterations.numpy())
     now = time.time()
     if self._window_start is None:
-      self._window_start = (step, now)
       print(f"first execution (tracing and compilation included) took {now - self._begin:.1f}s",
             file=self.stream, flush=True)
-    if step - self._last_logged < self.log_steps and step < self.total_steps:
+      self._window_start = (step, now)
+      self._log(step, now)  # where the metrics start, before the first full window
       return
+    if step // self.log_steps == self._last_logged // self.log_steps and step < self.total_steps:
+      return  # lines fall on multiples of log_steps
     self._log(step, now)
 
   def _log(self, step: int, now: float):
