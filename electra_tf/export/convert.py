@@ -17,11 +17,11 @@ import dataclasses
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 
 import tensorflow as tf
 
+from electra_tf import atomic
 from electra_tf.config import PretrainConfig
 from electra_tf.errors import UserError
 from electra_tf.export import hf, names, native, tf1
@@ -207,21 +207,7 @@ def _write_dir(output_dir: str, overwrite: bool, write: Callable[[str], None]) -
       not os.path.isdir(output_dir) or bool(os.listdir(output_dir)))
   if exists and not overwrite:
     raise UserError(f"{output_dir} already exists; remove it or pass --overwrite")
-  parent = os.path.dirname(output_dir)
-  os.makedirs(parent, exist_ok=True)
-  tmp = tempfile.mkdtemp(dir=parent, prefix=f".tmp-{os.path.basename(output_dir)}-")
-  try:
-    write(tmp)
-    if os.path.exists(output_dir):
-      old = tempfile.mkdtemp(dir=parent, prefix=f".old-{os.path.basename(output_dir)}-")
-      os.replace(output_dir, os.path.join(old, "dir"))
-      os.replace(tmp, output_dir)
-      shutil.rmtree(old, ignore_errors=True)
-    else:
-      os.replace(tmp, output_dir)
-  except BaseException:
-    shutil.rmtree(tmp, ignore_errors=True)
-    raise
+  atomic.write_dir(output_dir, write)
   return output_dir
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 
 import tensorflow as tf
 
+from electra_tf import atomic
 from electra_tf.config import EncoderConfig, PretrainConfig, resume_conflicts
 from electra_tf.errors import UserError
 
@@ -16,21 +16,6 @@ CONFIG_NAME = "config.json"
 CHECKPOINT_SUBDIR = "checkpoints"
 DISCRIMINATOR_SUBDIR = "discriminator"
 VOCAB_NAME = "vocab.txt"
-
-
-def atomic_write_text(path: str, text: str) -> None:
-  """Write `text` to `path` through a temporary file in the same directory and a rename."""
-  directory = os.path.dirname(os.path.abspath(path))
-  os.makedirs(directory, exist_ok=True)
-  fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=os.path.basename(path))
-  try:
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-      f.write(text)
-    os.replace(tmp, path)
-  except BaseException:
-    if os.path.exists(tmp):
-      os.remove(tmp)
-    raise
 
 
 def save_or_check_run_config(model_dir: str, config: PretrainConfig, data_info: dict,
@@ -57,7 +42,7 @@ def save_or_check_run_config(model_dir: str, config: PretrainConfig, data_info: 
     if not write:
       return
   if write:
-    atomic_write_text(path, json.dumps({"pretrain": config.to_dict(), "data": data_info},
+    atomic.atomic_write_text(path, json.dumps({"pretrain": config.to_dict(), "data": data_info},
                                        indent=2, sort_keys=True))
 
 
@@ -66,26 +51,14 @@ def save_discriminator(discriminator, vocab_path: str | None, out_dir: str) -> s
 
   The directory is built under a temporary name and renamed, replacing an older export.
   """
-  parent = os.path.dirname(os.path.abspath(out_dir))
-  os.makedirs(parent, exist_ok=True)
-  tmp = tempfile.mkdtemp(dir=parent, prefix=".tmp-discriminator-")
-  try:
+  def write(tmp: str) -> None:
     tf.train.Checkpoint(model=discriminator).write(os.path.join(tmp, "ckpt"))
     with open(os.path.join(tmp, CONFIG_NAME), "w", encoding="utf-8") as f:
       json.dump({"encoder": discriminator.config.to_dict()}, f, indent=2, sort_keys=True)
     if vocab_path:
       shutil.copyfile(vocab_path, os.path.join(tmp, VOCAB_NAME))
-    if os.path.exists(out_dir):
-      old = out_dir + ".old"
-      shutil.rmtree(old, ignore_errors=True)
-      os.replace(out_dir, old)
-      os.replace(tmp, out_dir)
-      shutil.rmtree(old, ignore_errors=True)
-    else:
-      os.replace(tmp, out_dir)
-  except BaseException:
-    shutil.rmtree(tmp, ignore_errors=True)
-    raise
+
+  atomic.write_dir(out_dir, write)
   return out_dir
 
 
