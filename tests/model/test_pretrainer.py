@@ -122,3 +122,13 @@ def test_training_reduces_the_loss_on_a_fixed_batch(micro_config, micro_batch):
   model, history = _fit(config, micro_batch, steps=40)
   end = float(model.compute_losses(model.forward(features, tf.constant(0)), features)["loss"])
   assert end < 0.7 * start
+
+
+def test_mlm_objective_trains_the_bert_baseline(micro_config, micro_batch):
+  config = micro_config.replace(objective="mlm")
+  model, history = _fit(config, micro_batch, steps=4)
+  assert model.discriminator is None
+  # The baseline's generator has the discriminator's size (not generator_fraction of it).
+  assert model.generator.config == config.model
+  assert set(history) == {"loss", "gen_loss", "gen_accuracy", "grad_norm"}
+  np.testing.assert_allclose(history["loss"][0], history["gen_loss"][0], rtol=1e-6)
