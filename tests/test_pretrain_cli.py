@@ -169,3 +169,14 @@ def test_continue_pretraining_from_real_bert_weights_without_optimizer_slots(tmp
 
   saved = json.load(open(tmp_path / "run" / "config.json"))["pretrain"]["model"]
   assert (saved["hidden_size"], saved["num_layers"], saved["embedding_size"]) == (384, 6, 384)
+
+
+def test_vocab_size_mismatch_fails_before_anything_binds_the_model_dir(tmp_path, corpus):
+  from electra_tf.data import vocab
+
+  lines = open(vocab.builtin_vocab_path(), encoding="utf-8").read().splitlines()
+  (tmp_path / "vocab.txt").write_text("\n".join(lines[:-1]) + "\n", encoding="utf-8")
+  result = run_pretrain(f"--model_dir={tmp_path}/run", f"--text_files={corpus[0]}",
+                        f"--vocab_file={tmp_path}/vocab.txt")
+  assert_clear_error(result, "30521 tokens", "expects 30522")
+  assert not (tmp_path / "run" / "config.json").exists()

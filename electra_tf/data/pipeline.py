@@ -264,6 +264,23 @@ def explain_data_error(exc: Exception) -> UserError:
     except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
       raise explain_data_error(e) from e
   """
+  return recognised_data_error(exc) or UserError(
+      f"the input pipeline failed: {_first_line(exc)}; check the pretraining data or "
+      f"rebuild it with {_REBUILD}")
+
+
+def _first_line(exc: Exception) -> str:
+  text = getattr(exc, "message", None) or str(exc)
+  text = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", text)
+  first = next((line.strip() for line in text.splitlines() if line.strip()), repr(exc))
+  return re.sub(r"\s*\[Op:\w+\].*$", "", first)
+
+
+def recognised_data_error(exc: Exception) -> UserError | None:
+  """The clear UserError for `exc` if it is recognisably bad data, else None.
+
+  Lets a training loop translate data errors while a model bug keeps its traceback.
+  """
   if isinstance(exc, UserError):
     return exc
   text = getattr(exc, "message", None) or str(exc)
@@ -289,5 +306,4 @@ def explain_data_error(exc: Exception) -> UserError:
   if isinstance(exc, tf.errors.NotFoundError):
     return UserError(f"a pretraining data file is missing ({first}); rebuild the data with "
                      f"{_REBUILD}")
-  return UserError(f"the input pipeline failed: {first}; check the pretraining data or "
-                   f"rebuild it with {_REBUILD}")
+  return None

@@ -19,10 +19,13 @@ VOCAB_NAME = "vocab.txt"
 
 
 def save_or_check_run_config(model_dir: str, config: PretrainConfig, data_info: dict,
-                             write: bool = True) -> None:
-  """Record the resolved config in model_dir, or refuse a resume that conflicts with it."""
+                             write: bool = True, enforce: bool = True) -> None:
+  """Record the resolved config in model_dir, or refuse a resume that conflicts with it.
+
+  With `enforce` False (no checkpoint yet) a saved config is simply replaced.
+  """
   path = os.path.join(model_dir, CONFIG_NAME)
-  if os.path.exists(path):
+  if enforce and os.path.exists(path):
     try:
       with open(path, encoding="utf-8") as f:
         saved = json.load(f)
@@ -39,8 +42,6 @@ def save_or_check_run_config(model_dir: str, config: PretrainConfig, data_info: 
                           for k in conflicts)
       raise UserError(f"{model_dir} holds a run with other settings ({details}); resume with the "
                       "same settings or use a new --model_dir")
-    if not write:
-      return
   if write:
     atomic.atomic_write_text(path, json.dumps({"pretrain": config.to_dict(), "data": data_info},
                                        indent=2, sort_keys=True))

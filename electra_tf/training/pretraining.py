@@ -94,12 +94,16 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
                     "use one device (--cpu_devices=0) or drop --jit_compile")
   is_chief, task_id = _worker_role(strategy)
   tf.random.set_seed(config.seed)
-  data_info = {"vocab_md5": data.vocab.md5, "vocab_size": data.vocab.size,
-               "examples": data.examples, "tokens": data.tokens}
-  artifacts.save_or_check_run_config(model_dir, config, data_info, write=is_chief)
   if data.vocab.size != config.model.vocab_size:
     raise UserError(f"the vocab has {data.vocab.size} tokens but the model expects "
                     f"{config.model.vocab_size}; set model.vocab_size or use the matching vocab")
+  latest = tf.train.latest_checkpoint(os.path.join(model_dir, artifacts.CHECKPOINT_SUBDIR))
+  data_info = {"vocab_md5": data.vocab.md5, "vocab_size": data.vocab.size,
+               "examples": data.examples, "tokens": data.tokens}
+  # Only a checkpoint makes the saved settings binding; a run that failed before its
+  # first save may be retried with corrected settings.
+  artifacts.save_or_check_run_config(model_dir, config, data_info, write=is_chief,
+                                     enforce=bool(latest))
 
   model = build_model(config, strategy, jit_compile)
   checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
@@ -107,7 +111,6 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
   if not is_chief:  # every worker saves (the save is collective); only the chief's is kept
     ckpt_dir = os.path.join(model_dir, ".worker_tmp", f"worker_{task_id}")
   manager = tf.train.CheckpointManager(checkpoint, ckpt_dir, max_to_keep=config.keep_checkpoints)
-  latest = tf.train.latest_checkpoint(os.path.join(model_dir, artifacts.CHECKPOINT_SUBDIR))
   if latest:
     checkpoint.restore(latest).expect_partial()
     print(f"resumed from {latest} at step {int(model.optimizer.iterations.numpy())}", file=stream)
@@ -141,16 +144,21 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
   try:
     model.fit(dataset, epochs=1, steps_per_epoch=remaining, verbose=0,
               callbacks=[progress, saver])
-  except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as exc:
+  except tf.errors.DataLossError as exc:
     raise pipeline.explain_data_error(exc) from exc
-  if model.discriminator is not None or config.objective == "mlm":
-    encoder_model = model.discriminator if model.discriminator is not None else model.generator
-    out = os.path.join(model_dir, artifacts.DISCRIMINATOR_SUBDIR)
-    if is_chief:
-      artifacts.save_discriminator(encoder_model, data.vocab.path, out)
-      print(f"wrote the discriminator for fine-tuning to {out}", file=stream)
-    else:
-      tmp = os.path.join(model_dir, ".worker_tmp", f"disc_{task_id}")
-      artifacts.save_discriminator(encoder_model, None, tmp)
-      shutil.rmtree(tmp, ignore_errors=True)
+  except tf.errors.InvalidArgumentError as exc:
+    explained = pipeline.recognised_data_error(exc)
+    if explained is None:
+      raise  # not the data's fault: keep the traceback
+    raise explained from exc
+  # The MLM baseline has no discriminator: its encoder is what fine-tuning starts from.
+  encoder_model = model.discriminator or model.generator
+  out = os.path.join(model_dir, artifacts.DISCRIMINATOR_SUBDIR)
+  if is_chief:
+    artifacts.save_discriminator(encoder_model, data.vocab.path, out)
+    print(f"wrote the discriminator for fine-tuning to {out}", file=stream)
+  else:
+    tmp = os.path.join(model_dir, ".worker_tmp", f"disc_{task_id}")
+    artifacts.save_discriminator(encoder_model, None, tmp)
+    shutil.rmtree(tmp, ignore_errors=True)
   return RunResult(model, progress.history, start)
