@@ -1,4 +1,4 @@
-"""Pretrain ELECTRA (generator + discriminator, replaced-token detection) or the MLM baseline.
+r"""Pretrain ELECTRA (generator + discriminator, replaced-token detection) or the MLM baseline.
 
 With no flags it trains the tiny preset on the built-in corpus (Wikipedia paragraphs of
 SQuAD v1.1 train) with the bert-base-uncased vocab:
@@ -32,7 +32,8 @@ flags.DEFINE_string("text_files", None,
                     "Glob of raw UTF-8 text (one sentence per line, blank line between "
                     "documents). Tokenized and packed into TFRecords under model_dir/data.")
 flags.DEFINE_string("train_data", None,
-                    "Glob of TFRecords from electra_tf.data.build_pretraining_data.")
+                    "A data dir from electra_tf.data.build_pretraining_data (its manifest is "
+                    "checked), or comma-separated globs of its .tfrecord files.")
 flags.DEFINE_string("vocab_file", None,
                     "WordPiece vocab. Default: the checkpoint's (with --init_checkpoint) "
                     "or the bert-base-uncased vocab (requirements-data.txt).")
@@ -104,26 +105,22 @@ def apply_init_checkpoint(config):
   return config.replace(**changes), source
 
 
-def _cache_dir() -> str:
-  base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-  return os.environ.get("ELECTRA_TF_CACHE") or os.path.join(base, "electra_tf")
-
-
-def resolve_data(config, model_dir: str, is_multi_worker: bool, default_vocab: str | None = None):
+def resolve_data(config, model_dir: str, is_multi_worker: bool, vocab):
   """TrainData from --train_data, or from text (--text_files or the built-in corpus)."""
-  from electra_tf.data import builtin, pipeline, pretraining_data  # noqa: PLC0415  # noqa: PLC0415
-  from electra_tf.data import manifest as manifest_lib
-  from electra_tf.data import vocab as vocab_lib
+  from electra_tf.data import builtin, pipeline, pretraining_data  # noqa: PLC0415
+  from electra_tf.data import manifest as manifest_lib  # noqa: PLC0415
   from electra_tf.errors import UserError  # noqa: PLC0415
   from electra_tf.training.pretraining import TrainData  # noqa: PLC0415
 
   if FLAGS.text_files and FLAGS.train_data:
     raise UserError("give --text_files or --train_data, not both")
-  vocab = vocab_lib.load_vocab(FLAGS.vocab_file or default_vocab or vocab_lib.builtin_vocab_path())
   if FLAGS.train_data:
     files = pipeline.resolve_files(FLAGS.train_data, vocab, config.max_seq_length)
     pipeline.check_first_record(files, config.max_seq_length)
-    manifest = manifest_lib.read_manifest(FLAGS.train_data.split(",")[0], required=False)
+    entries = [e for e in FLAGS.train_data.split(",") if e.strip()]
+    # Example and token counts (for "data pass") come from a single data dir's manifest.
+    manifest = manifest_lib.read_manifest(entries[0], required=False) if len(entries) == 1 \
+        else None
     if manifest is None:
       return TrainData(files, vocab)
     return TrainData(files, vocab, manifest.examples, manifest.tokens)
@@ -133,7 +130,7 @@ def resolve_data(config, model_dir: str, is_multi_worker: bool, default_vocab: s
                     "not build the same data at once")
   text_files = FLAGS.text_files
   if not text_files:
-    text_files = builtin.builtin_corpus(_cache_dir())
+    text_files = builtin.builtin_corpus(builtin.default_cache_dir())
     print(f"no --text_files or --train_data: using the built-in corpus ({len(text_files)} "
           "files of Wikipedia paragraphs from SQuAD v1.1 train)", flush=True)
   data_dir = pretraining_data.build_if_needed(
@@ -163,14 +160,16 @@ def main(argv):
     source = None
     if FLAGS.init_checkpoint:
       config, source = apply_init_checkpoint(config)
-    data = resolve_data(config, model_dir, FLAGS.strategy == "multi_worker_mirrored",
-                        default_vocab=source.vocab_path if source else None)
+    from electra_tf.data import vocab as vocab_lib  # noqa: PLC0415
+
+    vocab = vocab_lib.load_vocab(FLAGS.vocab_file or (source and source.vocab_path)
+                                 or vocab_lib.builtin_vocab_path())
+    # Fail on settings before spending minutes building data.
+    pretraining.preflight(config, model_dir, strategy, vocab)
+    data = resolve_data(config, model_dir, FLAGS.strategy == "multi_worker_mirrored", vocab)
     pretraining.run_pretraining(config, data, model_dir, strategy,
                                 jit_compile=FLAGS.jit_compile, init_source=source)
-  except UserError as exc:
-    print(f"error: {exc}", file=sys.stderr)
-    sys.exit(exc.exit_code)
-  except RuntimeFailure as exc:
+  except (UserError, RuntimeFailure) as exc:
     print(f"error: {exc}", file=sys.stderr)
     sys.exit(exc.exit_code)
   except OSError as exc:
@@ -188,5 +187,5 @@ def parse_flags(argv):
 
 
 if __name__ == "__main__":
-  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # hides the CUDA probe line on CPUs
   app.run(main, flags_parser=parse_flags)

@@ -5,7 +5,8 @@ at 5e-4 the 64-wide, 2-layer discriminator stops finding replacements once the g
 has learned word frequencies (AUC 0.86 at step 200, 0.57 at step 5000); at 1e-4 it stays
 at AUC 0.82-0.88 through step 2000 while the generator learns. Longer tiny runs decline at
 1e-4 too: the miniature lacks the capacity to judge frequent words from context.
-Pass --learning_rate=5e-4 for the spec value.
+Pass --learning_rate=5e-4 for the spec value. Warmup is 200 steps (spec: 10,000) to fit
+the 2,000-step demo.
 """
 
 from electra_tf.config import EncoderConfig, PretrainConfig

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from typing import Any
 
 from electra_tf.errors import UserError
@@ -253,7 +252,3 @@ def resume_conflicts(saved: PretrainConfig, current: PretrainConfig) -> list[str
   old, new = saved.to_dict(), current.to_dict()
   return [k for k in RESUME_CRITICAL if old[k] != new[k]]
 
-
-def steps_for_tokens(tokens: int, config: PretrainConfig) -> int:
-  """Steps needed to see `tokens` tokens once at this batch and sequence length."""
-  return max(1, math.ceil(tokens / config.tokens_per_step))

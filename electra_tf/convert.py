@@ -1,4 +1,4 @@
-"""Convert checkpoints: authors' TF1 or Hugging Face -> ours, and anything -> Hugging Face.
+r"""Convert checkpoints: authors' TF1 or Hugging Face -> ours, and anything -> Hugging Face.
 
   python -m electra_tf.convert --from=tf1 --input=electra_small/model.ckpt-1000000 \
       --output=ckpt/small

@@ -1,4 +1,4 @@
-"""Builds pretraining TFRecords from text files.
+r"""Builds pretraining TFRecords from text files.
 
   python -m electra_tf.data.build_pretraining_data --input_files='corpus/*.txt' \
       --vocab_file=vocab.txt --output_dir=data/ --max_seq_length=128
@@ -38,8 +38,9 @@ def _define_flags() -> None:
                        "there is also one per worker and one per 64 MB of text.")
   flags.DEFINE_integer("seed", 0, "Random seed; same seed, inputs and shard count: same data.")
   flags.DEFINE_boolean("overwrite", False, "Replace --output_dir if it already holds data.")
-  flags.DEFINE_string("cache_dir", "data_cache",
-                      "Where --input_files=builtin writes its text files.")
+  flags.DEFINE_string("cache_dir", None,
+                      "Where --input_files=builtin writes its text files (default: "
+                      "$ELECTRA_TF_CACHE or ~/.cache/electra_tf, shared with pretrain.py).")
   flags.mark_flags_as_required(["input_files", "output_dir"])
 
 
@@ -48,7 +49,7 @@ def _build() -> None:
 
   input_files = FLAGS.input_files
   if input_files == builtin.BUILTIN_NAME:
-    input_files = builtin.builtin_corpus(FLAGS.cache_dir)
+    input_files = builtin.builtin_corpus(FLAGS.cache_dir or builtin.default_cache_dir())
   vocab_file = FLAGS.vocab_file or vocab.builtin_vocab_path()
   manifest = pretraining_data.build_pretraining_data(
       input_files, vocab.load_vocab(vocab_file), FLAGS.output_dir,

@@ -65,6 +65,12 @@ def _article_text(article: dict) -> str:
   return "\n".join(lines)
 
 
+def default_cache_dir() -> str:
+  """$ELECTRA_TF_CACHE, else $XDG_CACHE_HOME/electra_tf, else ~/.cache/electra_tf."""
+  base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+  return os.environ.get("ELECTRA_TF_CACHE") or os.path.join(base, "electra_tf")
+
+
 def builtin_corpus(cache_dir: str, max_articles: int | None = None,
                    articles_per_file: int = 64) -> list[str]:
   """Writes (once) the SQuAD v1.1 train contexts as pretraining text; returns the files.

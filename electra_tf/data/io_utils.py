@@ -31,6 +31,9 @@ def expand_patterns(patterns: str | Sequence[str], what: str = "--input_files") 
   files = []
   for pattern in patterns:
     pattern = os.path.expanduser(pattern.strip())
+    if os.path.isdir(pattern):
+      raise UserError(f"{pattern} is a directory ({what}); pass a glob such as "
+                      f"'{os.path.join(pattern, '*.txt')}'")
     matches = sorted(p for p in glob.glob(pattern) if os.path.isfile(p))
     if not matches:
       raise UserError(f"no files match {pattern!r} ({what}); check the path or quote the glob")

@@ -143,7 +143,7 @@ def check_manifest(manifest: Manifest, vocab: Vocab, max_seq_length: int,
     raise UserError(
         f"data in {where} holds sequences of length {manifest.max_seq_length} but "
         f"max_seq_length is {max_seq_length}; rebuild it with --max_seq_length="
-        f"{max_seq_length} or train with max_seq_length={manifest.max_seq_length}")
+        f"{max_seq_length} or train with --max_seq_length={manifest.max_seq_length}")
   if lower_case is not None and manifest.lower_case != lower_case:
     raise UserError(
         f"data in {where} was built with lower_case={manifest.lower_case} but this run uses "

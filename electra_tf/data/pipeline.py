@@ -14,11 +14,9 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from electra_tf import features
-from electra_tf.data.manifest import check_manifest, read_manifest
+from electra_tf.data.manifest import _REBUILD, check_manifest, read_manifest
 from electra_tf.data.vocab import Vocab
 from electra_tf.errors import UserError
-
-_REBUILD = "python -m electra_tf.data.build_pretraining_data"
 
 
 def parse_fn(max_seq_length: int) -> Callable[[tf.Tensor], dict[str, tf.Tensor]]:
@@ -151,7 +149,7 @@ def check_first_record(files: Sequence[str], max_seq_length: int) -> None:
         raise UserError(
             f"{path} holds sequences of length {length} but max_seq_length is "
             f"{max_seq_length}; rebuild the data with --max_seq_length={max_seq_length} "
-            f"or train with max_seq_length={length}")
+            f"or train with --max_seq_length={length}")
     return
   raise UserError(f"the pretraining data files hold no records ({', '.join(files[:3])}...); "
                   f"rebuild the data with {_REBUILD}")
@@ -284,14 +282,12 @@ def recognised_data_error(exc: Exception) -> UserError | None:
   if isinstance(exc, UserError):
     return exc
   text = getattr(exc, "message", None) or str(exc)
-  text = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", text)
-  first = next((line.strip() for line in text.splitlines() if line.strip()), repr(exc))
-  first = re.sub(r"\s*\[Op:\w+\].*$", "", first)
+  first = _first_line(exc)
   if isinstance(exc, tf.errors.DataLossError):
     match = _RECORD_ERROR.search(first)
     detail = match.group(0).strip() if match else first
-    return UserError(f"the pretraining data is corrupt ({detail}); find the bad shard with "
-                     f"check_manifest or rebuild the data with {_REBUILD}")
+    return UserError(f"the pretraining data is corrupt ({detail}); train from the data dir, "
+                     f"whose manifest checks every shard, or rebuild the data with {_REBUILD}")
   match = _LENGTH_ERROR.search(text)
   if match:
     key, found, expected = match.groups()

@@ -232,7 +232,7 @@ def build_if_needed(text_files_pattern: str | list[str], vocab: Vocab | str, out
   seed does not invalidate it: data built with another seed is equally good.
   """
   vocab = load_vocab(vocab) if isinstance(vocab, str) else vocab
-  files = io_utils.expand_patterns(text_files_pattern)
+  files = io_utils.expand_patterns(text_files_pattern, what="--text_files")
   try:
     manifest = read_manifest(output_dir, required=False) if is_data_dir(output_dir) else None
     if manifest is not None and manifest.inputs == input_infos(files):

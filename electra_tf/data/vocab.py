@@ -1,4 +1,4 @@
-"""WordPiece vocabularies: load and check one, learn one from text, find the built-in one.
+r"""WordPiece vocabularies: load and check one, learn one from text, find the built-in one.
 
 CLI (learn a vocab from a corpus):
   python -m electra_tf.data.vocab --input_files='corpus/*.txt' --vocab_size=8000 \

@@ -41,7 +41,8 @@ class RestoreReport:
   notes: list[str] = dataclasses.field(default_factory=list)
 
   def summary(self) -> str:
-    text = f"restored {self.restored} tensors from {self.source}, ignored {self.extra} extra"
+    text = (f"restored {self.restored} tensors from {self.source}, "
+            f"ignored {self.extra} other tensors (optimizer slots, poolers, unused heads)")
     if self.initialized:
       text += f"; not in the source, kept initialized: {', '.join(self.initialized)}"
     return "; ".join([text] + self.notes)

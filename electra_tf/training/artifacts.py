@@ -16,14 +16,20 @@ CONFIG_NAME = "config.json"
 CHECKPOINT_SUBDIR = "checkpoints"
 DISCRIMINATOR_SUBDIR = "discriminator"
 VOCAB_NAME = "vocab.txt"
+# Allowed to change on resume, but they reshape the learning-rate schedule: say so.
+SCHEDULE_FIELDS = ("num_train_steps", "learning_rate", "warmup_steps")
 
 
 def save_or_check_run_config(model_dir: str, config: PretrainConfig, data_info: dict,
-                             write: bool = True, enforce: bool = True) -> None:
+                             write: bool = True, enforce: bool = True) -> list[str]:
   """Record the resolved config in model_dir, or refuse a resume that conflicts with it.
 
   With `enforce` False (no checkpoint yet) a saved config is simply replaced.
+
+  Returns:
+    Notes on allowed changes that alter the run (e.g. a longer schedule), for printing.
   """
+  notes = []
   path = os.path.join(model_dir, CONFIG_NAME)
   if enforce and os.path.exists(path):
     try:
@@ -33,18 +39,23 @@ def save_or_check_run_config(model_dir: str, config: PretrainConfig, data_info: 
     except (OSError, ValueError, KeyError, TypeError) as exc:
       raise UserError(f"{path} is unreadable ({exc}); restore it or use a new --model_dir") from exc
     conflicts = resume_conflicts(saved_config, config)
+    old, new = saved_config.to_dict(), config.to_dict()
     old_md5 = saved.get("data", {}).get("vocab_md5")
     if old_md5 and old_md5 != data_info.get("vocab_md5"):
       conflicts.append("vocab")
     if conflicts:
-      old, new = saved_config.to_dict(), config.to_dict()
       details = "; ".join(f"{k}: saved {old[k]!r} vs now {new[k]!r}" if k in old else k
                           for k in conflicts)
       raise UserError(f"{model_dir} holds a run with other settings ({details}); resume with the "
                       "same settings or use a new --model_dir")
+    for key in SCHEDULE_FIELDS:
+      if old[key] != new[key]:
+        notes.append(f"note: {key} {old[key]} -> {new[key]} on resume: the learning-rate "
+                     "schedule is recomputed from the new value")
   if write:
     atomic.atomic_write_text(path, json.dumps({"pretrain": config.to_dict(), "data": data_info},
-                                       indent=2, sort_keys=True))
+                                              indent=2, sort_keys=True))
+  return notes
 
 
 def save_discriminator(discriminator, vocab_path: str | None, out_dir: str) -> str:

@@ -64,17 +64,36 @@ def build_model(config: PretrainConfig, strategy, jit_compile: bool = False):
 
 def make_dataset(config: PretrainConfig, data: TrainData, strategy, repeat: bool = True):
   """Per-replica masked batches, each input pipeline reading its own share of the files."""
+  return pipeline.distributed_dataset(
+      strategy, data.files, global_batch_size=config.batch_size,
+      max_seq_length=config.max_seq_length,
+      max_predictions_per_seq=config.max_predictions_per_seq, mask_prob=config.mask_prob,
+      vocab=data.vocab, mask_token_rate=config.mask_token_rate,
+      random_token_rate=config.random_token_rate, shuffle=True, seed=config.seed,
+      repeat=repeat, deterministic=False)
 
-  def dataset_fn(input_context: tf.distribute.InputContext):
-    return pipeline.make_pretraining_dataset(
-        data.files, batch_size=input_context.get_per_replica_batch_size(config.batch_size),
-        max_seq_length=config.max_seq_length,
-        max_predictions_per_seq=config.max_predictions_per_seq, mask_prob=config.mask_prob,
-        vocab=data.vocab, mask_token_rate=config.mask_token_rate,
-        random_token_rate=config.random_token_rate, shuffle=True, seed=config.seed,
-        repeat=repeat, input_context=input_context, deterministic=False)
 
-  return strategy.distribute_datasets_from_function(dataset_fn)
+def preflight(config: PretrainConfig, model_dir: str, strategy, vocab) -> list[str]:
+  """Every check that needs no data or model: call it before building data (cheap, repeatable).
+
+  Returns:
+    Notes worth printing (schedule changes on resume, warmup longer than the run).
+  """
+  if os.path.exists(model_dir) and not os.path.isdir(model_dir):
+    raise UserError(f"--model_dir {model_dir} is a file; give a directory")
+  if config.batch_size % strategy.num_replicas_in_sync:
+    raise UserError(f"--batch_size {config.batch_size} is not divisible by the "
+                    f"{strategy.num_replicas_in_sync} replicas")
+  if vocab.size != config.model.vocab_size:
+    raise UserError(f"the vocab has {vocab.size} tokens but the model expects "
+                    f"{config.model.vocab_size}; set model.vocab_size or use the matching vocab")
+  latest = tf.train.latest_checkpoint(os.path.join(model_dir, artifacts.CHECKPOINT_SUBDIR))
+  notes = artifacts.save_or_check_run_config(model_dir, config, {"vocab_md5": vocab.md5},
+                                             write=False, enforce=bool(latest))
+  if config.warmup_steps > config.num_train_steps:
+    notes.append(f"note: warmup_steps {config.warmup_steps} > num_train_steps "
+                 f"{config.num_train_steps}: the learning rate never reaches its peak")
+  return notes
 
 
 def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, strategy,
@@ -85,18 +104,13 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
   when model_dir has no checkpoint yet; a resume always prefers model_dir's own.
   """
   stream = stream or sys.stdout
-  if config.batch_size % strategy.num_replicas_in_sync:
-    raise UserError(f"--batch_size {config.batch_size} is not divisible by the "
-                    f"{strategy.num_replicas_in_sync} replicas")
+  notes = preflight(config, model_dir, strategy, data.vocab)
   if jit_compile and strategy.num_replicas_in_sync > 1 and not tf.config.list_logical_devices(
       "GPU") and not tf.config.list_logical_devices("TPU"):
     raise UserError("--jit_compile cannot compile across logical CPU devices; "
                     "use one device (--cpu_devices=0) or drop --jit_compile")
   is_chief, task_id = _worker_role(strategy)
   tf.random.set_seed(config.seed)
-  if data.vocab.size != config.model.vocab_size:
-    raise UserError(f"the vocab has {data.vocab.size} tokens but the model expects "
-                    f"{config.model.vocab_size}; set model.vocab_size or use the matching vocab")
   latest = tf.train.latest_checkpoint(os.path.join(model_dir, artifacts.CHECKPOINT_SUBDIR))
   data_info = {"vocab_md5": data.vocab.md5, "vocab_size": data.vocab.size,
                "examples": data.examples, "tokens": data.tokens}
@@ -104,6 +118,8 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
   # first save may be retried with corrected settings.
   artifacts.save_or_check_run_config(model_dir, config, data_info, write=is_chief,
                                      enforce=bool(latest))
+  for note in notes:
+    print(note, file=stream)
 
   model = build_model(config, strategy, jit_compile)
   checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
