@@ -286,15 +286,15 @@ def recognised_data_error(exc: Exception) -> UserError | None:
   if isinstance(exc, tf.errors.DataLossError):
     match = _RECORD_ERROR.search(first)
     detail = match.group(0).strip() if match else first
-    return UserError(f"the pretraining data is corrupt ({detail}); train from the data dir, "
-                     f"whose manifest checks every shard, or rebuild the data with {_REBUILD}")
+    return UserError(f"the pretraining data is corrupt ({detail}); rebuild the data with "
+                     f"{_REBUILD}")
   match = _LENGTH_ERROR.search(text)
   if match:
     key, found, expected = match.groups()
     return UserError(
         f"the pretraining records hold {key} of length {found} but max_seq_length is "
         f"{expected}; rebuild the data with --max_seq_length={expected} or train with "
-        f"max_seq_length={found}")
+        f"--max_seq_length={found}")
   match = _MISSING_KEY.search(text)
   if match:
     return UserError(f"the input records have no {match.group(1)!r} feature: not pretraining "

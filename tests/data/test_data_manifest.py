@@ -46,7 +46,7 @@ def test_other_vocab(built, bert_vocab, toy_vocab):
 def test_other_max_seq_length(built, toy_vocab):
   with pytest.raises(UserError, match=re.escape(
       f"data in {built} holds sequences of length 32 but max_seq_length is 128; rebuild it "
-      "with --max_seq_length=128 or train with max_seq_length=32")):
+      "with --max_seq_length=128 or train with --max_seq_length=32")):
     check_manifest(read_manifest(built), toy_vocab, 128)
 
 

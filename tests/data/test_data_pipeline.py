@@ -150,7 +150,7 @@ def test_wrong_length_is_named(squad_data, bert_vocab, tmp_path):
     _dataset(str(tmp_path), bert_vocab, max_seq_length=64)
   with pytest.raises(UserError, match=re.escape(
       f"{bare} holds sequences of length 128 but max_seq_length is 64; rebuild the data "
-      "with --max_seq_length=64 or train with max_seq_length=128")):
+      "with --max_seq_length=64 or train with --max_seq_length=128")):
     _dataset(str(tmp_path / "*.tfrecord"), bert_vocab, max_seq_length=64)
 
 
@@ -172,9 +172,9 @@ def test_explain_data_errors(squad_data, bert_vocab, tmp_path):
   with pytest.raises(tf.errors.DataLossError) as error:
     _batches(_dataset(str(corrupt), bert_vocab, batch_size=8, repeat=False), 10_000)
   message = str(pipeline.explain_data_error(error.value))
-  assert re.fullmatch(r"the pretraining data is corrupt \(corrupted record at \d+\); find the "
-                      r"bad shard with check_manifest or rebuild the data with python -m "
-                      r"electra_tf.data.build_pretraining_data", message), message
+  assert re.fullmatch(r"the pretraining data is corrupt \(corrupted record at \d+\); rebuild "
+                      r"the data with python -m electra_tf.data.build_pretraining_data",
+                      message), message
 
   serialized = next(iter(tf.data.TFRecordDataset(shard).batch(2)))
   with pytest.raises(tf.errors.InvalidArgumentError) as error:
@@ -182,5 +182,5 @@ def test_explain_data_errors(squad_data, bert_vocab, tmp_path):
   message = str(pipeline.explain_data_error(error.value))
   assert re.fullmatch(r"the pretraining records hold \w+ of length 128 but max_seq_length is "
                       r"64; rebuild the data with --max_seq_length=64 or train with "
-                      r"max_seq_length=128", message), message
+                      r"--max_seq_length=128", message), message
   assert "\n" not in str(pipeline.explain_data_error(RuntimeError("x\ny")))
