@@ -17,11 +17,12 @@ import sys
 
 from absl import app, flags, logging
 
+from electra_tf import config as config_lib  # stdlib only: --help stays fast
+
 FLAGS = flags.FLAGS
 
 flags.DEFINE_string("model_size", "tiny", "Preset in configs/: tiny, small, base or large.")
-flags.DEFINE_enum("strategy", "one_device",
-                  ["one_device", "mirrored", "multi_worker_mirrored", "tpu"],
+flags.DEFINE_enum("strategy", "one_device", list(config_lib.STRATEGIES),
                   "tf.distribute strategy. multi_worker_mirrored reads TF_CONFIG.")
 flags.DEFINE_string("tpu", None, "TPU name or grpc://host:port address for --strategy=tpu.")
 flags.DEFINE_float("tpu_timeout", 60.0, "Seconds to wait for the TPU before failing.")
@@ -44,10 +45,10 @@ flags.DEFINE_integer("batch_size", None, "Global batch size across all replicas.
 flags.DEFINE_integer("max_seq_length", None, "Tokens per example.")
 flags.DEFINE_float("learning_rate", None, "Peak learning rate.")
 flags.DEFINE_integer("warmup_steps", None, "Linear warmup steps.")
-flags.DEFINE_enum("optimizer", None, ["adamw", "lamb"], "Optimizer (preset default).")
-flags.DEFINE_enum("precision", None, ["float32", "mixed_bfloat16", "mixed_float16"],
+flags.DEFINE_enum("optimizer", None, list(config_lib.OPTIMIZERS), "Optimizer (preset default).")
+flags.DEFINE_enum("precision", None, list(config_lib.PRECISIONS),
                   "Compute precision; logits and losses stay float32.")
-flags.DEFINE_enum("objective", None, ["electra", "mlm"],
+flags.DEFINE_enum("objective", None, list(config_lib.OBJECTIVES),
                   "electra: replaced-token detection; mlm: the BERT masked-LM baseline.")
 flags.DEFINE_float("generator_fraction", None, "Generator width as a fraction of the "
                    "discriminator's.")

@@ -113,6 +113,7 @@ def max_predictions(mask_prob: float, max_seq_length: int) -> int:
 OPTIMIZERS = ("adamw", "lamb")
 OBJECTIVES = ("electra", "mlm")
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 
 
 @dataclasses.dataclass(frozen=True)

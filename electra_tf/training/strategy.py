@@ -12,9 +12,8 @@ import urllib.parse
 import tensorflow as tf
 import tf_keras
 
+from electra_tf.config import PRECISIONS, STRATEGIES
 from electra_tf.errors import UserError
-
-STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 
 
 def split_cpu(num_devices: int) -> None:
@@ -120,7 +119,6 @@ def make_strategy(name: str = "one_device", tpu: str | None = None, cpu_devices:
 
 def set_precision(precision: str) -> None:
   """Set the tf_keras global dtype policy; logits and losses stay float32 in the model."""
-  allowed = ("float32", "mixed_bfloat16", "mixed_float16")
-  if precision not in allowed:
-    raise UserError(f"unknown --precision {precision!r}; choose one of {list(allowed)}")
+  if precision not in PRECISIONS:
+    raise UserError(f"unknown --precision {precision!r}; choose one of {list(PRECISIONS)}")
   tf_keras.mixed_precision.set_global_policy(precision)
