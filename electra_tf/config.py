@@ -253,3 +253,90 @@ def resume_conflicts(saved: PretrainConfig, current: PretrainConfig) -> list[str
   old, new = saved.to_dict(), current.to_dict()
   return [k for k in RESUME_CRITICAL if old[k] != new[k]]
 
+
+
+FINETUNE_TASKS = ("squad_v1.1", "squad_v2.0", "classification", "glue/cola", "glue/sst2",
+                  "glue/mrpc", "glue/stsb", "glue/qqp", "glue/mnli", "glue/qnli", "glue/rte")
+
+
+@dataclasses.dataclass(frozen=True)
+class FinetuneConfig:
+  """Hyperparameters of one fine-tuning run (ELECTRA_SPEC section 3 and 5).
+
+  Args:
+    task: one of FINETUNE_TASKS.
+    max_seq_length: tokens per example ([CLS] ... [SEP] included).
+    doc_stride, max_query_length: SQuAD windowing.
+    learning_rate: peak LR; warmup over `warmup_fraction` of the steps, then linear decay to 0.
+    layerwise_lr_decay: layer i of N (0-based) trains at LR * decay ** (N - i), the embeddings
+      at decay ** (N + 1) and the task head at the full LR. `authors_layer_decay` multiplies
+      every encoder factor by one more `decay`, as the authors' code does (their top layer
+      gets decay ** 2).
+    weight_decay: decoupled AdamW decay (not on LayerNorm or biases).
+    num_train_epochs, batch_size, eval_batch_size, seed: run control.
+    dropout_rate: dropout in the encoder and before the classifier.
+    joint_end_head: the authors' end head conditioned on the start (top `beam_size` starts).
+    answerable_classifier: SQuAD 2.0 answerability head with loss weight `answerable_weight`.
+    n_best_size, max_answer_length: SQuAD post-processing.
+  """
+
+  task: str = "squad_v1.1"
+  max_seq_length: int = 384
+  doc_stride: int = 128
+  max_query_length: int = 64
+  learning_rate: float = 1e-4
+  layerwise_lr_decay: float = 0.8
+  authors_layer_decay: bool = False
+  weight_decay: float = 0.01
+  warmup_fraction: float = 0.1
+  num_train_epochs: float = 3.0
+  batch_size: int = 32
+  eval_batch_size: int = 64
+  seed: int = 0
+  dropout_rate: float = 0.1
+  clip_norm: float = 1.0
+  joint_end_head: bool = False
+  beam_size: int = 20
+  answerable_classifier: bool = True
+  answerable_weight: float = 0.5
+  n_best_size: int = 20
+  max_answer_length: int = 30
+  precision: str = "float32"
+  log_steps: int = 50
+
+  def __post_init__(self):
+    if self.task not in FINETUNE_TASKS:
+      raise ConfigError(f"unknown task {self.task!r}; choose one of {list(FINETUNE_TASKS)}")
+    _positive(self, "max_seq_length", "doc_stride", "max_query_length", "learning_rate",
+              "num_train_epochs", "batch_size", "eval_batch_size", "beam_size", "n_best_size",
+              "max_answer_length", "log_steps")
+    if not 0.0 < self.layerwise_lr_decay <= 1.0:
+      raise ConfigError(f"layerwise_lr_decay must be in (0, 1], got {self.layerwise_lr_decay}")
+    if not 0.0 <= self.warmup_fraction < 1.0:
+      raise ConfigError(f"warmup_fraction must be in [0, 1), got {self.warmup_fraction}")
+    if not 0.0 <= self.dropout_rate < 1.0:
+      raise ConfigError(f"dropout_rate must be in [0, 1), got {self.dropout_rate}")
+    if self.precision not in PRECISIONS:
+      raise ConfigError(f"unknown precision {self.precision!r}; choose one of {list(PRECISIONS)}")
+    if self.is_squad and self.max_query_length + 3 >= self.max_seq_length:
+      raise ConfigError(f"max_seq_length {self.max_seq_length} leaves no room for the context "
+                        f"after a {self.max_query_length}-token question; raise it")
+
+  @property
+  def is_squad(self) -> bool:
+    return self.task.startswith("squad")
+
+  @property
+  def version_2(self) -> bool:
+    return self.task == "squad_v2.0"
+
+  def replace(self, **changes: Any) -> FinetuneConfig:
+    return FinetuneConfig.from_dict({**self.to_dict(), **changes})
+
+  @classmethod
+  def from_dict(cls, values: dict[str, Any]) -> FinetuneConfig:
+    _check_keys(cls, values)
+    return cls(**values)
+
+  def to_dict(self) -> dict[str, Any]:
+    return dataclasses.asdict(self)
