@@ -255,7 +255,8 @@ def resume_conflicts(saved: PretrainConfig, current: PretrainConfig) -> list[str
 
 
 
-FINETUNE_TASKS = ("squad_v1.1", "squad_v2.0", "classification", "glue/cola", "glue/sst2",
+FINETUNE_TASKS = ("squad_v1.1", "squad_v2.0", "classification", "movie_reviews", "glue/cola",
+                  "glue/sst2",
                   "glue/mrpc", "glue/stsb", "glue/qqp", "glue/mnli", "glue/qnli", "glue/rte")
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import tensorflow as tf
 import tf_keras
 
 from electra_tf import features as F
-from electra_tf.config import EncoderConfig
+from electra_tf.config import EncoderConfig, FinetuneConfig
 from electra_tf.model.encoder import ElectraEncoder
 from electra_tf.model.task_heads import ClassificationHead, SpanHead
 
@@ -213,3 +215,16 @@ def build_finetune_model(model: FinetuneModel, seq_len: int = 8) -> FinetuneMode
   if isinstance(model, ElectraSpanQA) and model.joint_end:
     model({**features, START_POSITIONS: tf.zeros([2], tf.int32)}, training=True)
   return model
+
+
+def model_for_task(config: FinetuneConfig, encoder_config: EncoderConfig,
+                   num_labels: int = 1) -> FinetuneModel:
+  """The (unbuilt) model of `config.task`; `num_labels` is for classification (1: regression)."""
+  encoder_config = dataclasses.replace(encoder_config, dropout_rate=config.dropout_rate)
+  if config.is_squad:
+    return ElectraSpanQA(encoder_config, joint_end=config.joint_end_head,
+                         answerable=config.version_2 and config.answerable_classifier,
+                         answerable_weight=config.answerable_weight,
+                         beam_size=config.beam_size, clip_norm=config.clip_norm)
+  return ElectraClassifier(encoder_config, num_labels, config.dropout_rate,
+                           clip_norm=config.clip_norm)
