@@ -1,0 +1,123 @@
+"""finetune.py's work: resolve the checkpoint, vocab and data of a task, then run it."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from electra_tf.config import EncoderConfig, FinetuneConfig
+from electra_tf.errors import UserError
+
+
+def resolve_encoder(init_checkpoint: str | None, model_size: str):
+  """(encoder config, checkpoint vocab path or None) from the checkpoint or a preset."""
+  if init_checkpoint:
+    from electra_tf.export import convert
+
+    source = convert.read_source(init_checkpoint)
+    if not source.has_discriminator and not source.has_generator:
+      raise UserError(f"{init_checkpoint} holds no encoder weights")
+    return source.config.model, source.vocab_path
+  import configs
+
+  return configs.get(model_size).model, None
+
+
+def make_tokenizer(vocab_file: str | None, checkpoint_vocab: str | None,
+                   encoder: EncoderConfig, lower_case: bool):
+  from electra_tf.data.tokenizer import WordPieceTokenizer
+  from electra_tf.data.vocab import builtin_vocab_path, load_vocab
+
+  path = vocab_file or checkpoint_vocab or builtin_vocab_path()
+  vocab = load_vocab(path)
+  if vocab.size != encoder.vocab_size:
+    raise UserError(f"the vocab {path} has {vocab.size} tokens but the model's embedding table "
+                    f"has {encoder.vocab_size} rows; pass the checkpoint's vocab with --vocab_file")
+  return WordPieceTokenizer(vocab, lower_case=lower_case), path
+
+
+def _first(items, limit):
+  return list(items) if limit is None else list(items)[:limit]
+
+
+def build_squad_task(flags_, config: FinetuneConfig, tokenizer, stream):
+  from electra_tf.data import builtin
+  from electra_tf.tasks import squad_data
+  from electra_tf.tasks.squad import SquadTask
+
+  train_file, predict_file = flags_.train_file, flags_.predict_file
+  if config.version_2 and not (train_file and predict_file):
+    raise UserError("--task=squad_v2.0 needs --train_file and --predict_file "
+                    "(train-v2.0.json, dev-v2.0.json from the SQuAD site)")
+  train_file = train_file or builtin.squad_path("train")
+  predict_file = predict_file or builtin.squad_path("dev")
+  train, report = squad_data.read_squad(train_file, is_training=True,
+                                        version_2=config.version_2)
+  if report.num_skipped:
+    print(f"skipped {report.num_skipped} of {report.num_questions} training questions whose "
+          f"answer is not at its offset (e.g. {report.skipped_ids[:3]})", file=stream)
+  evals, _ = squad_data.read_squad(predict_file, is_training=False, version_2=config.version_2)
+  cache_dir = flags_.cache_dir or os.path.join(flags_.output_dir, "cache")
+  return SquadTask(config, tokenizer, _first(train, flags_.max_train_examples),
+                   _first(evals, flags_.max_eval_examples), train_file, predict_file, cache_dir)
+
+
+def build_classification_task(flags_, config: FinetuneConfig, tokenizer):
+  from electra_tf.tasks import classification_data as data
+  from electra_tf.tasks.classification import ClassificationTask
+
+  if config.task == "movie_reviews":
+    spec, train, dev = data.movie_reviews(seed=0)
+  elif config.task.startswith("glue/"):
+    name = config.task.split("/", 1)[1]
+    spec, train = data.load_glue(name, "train", flags_.tfds_data_dir)
+    dev_split = "validation_matched" if name == "mnli" else "validation"
+    _, dev = data.load_glue(name, dev_split, flags_.tfds_data_dir)
+  else:
+    if not flags_.train_file or not flags_.text_columns:
+      raise UserError("--task=classification needs --train_file and --text_columns "
+                      "(and --label_column if it is not 'label')")
+    if len(flags_.text_columns) not in (1, 2):
+      raise UserError(f"--text_columns takes one or two columns, got {flags_.text_columns}")
+    spec = data.infer_spec(flags_.train_file, tuple(flags_.text_columns), flags_.label_column,
+                           regression=flags_.regression)
+    train = data.read_table(flags_.train_file, spec)
+    dev = data.read_table(flags_.dev_file, spec) if flags_.dev_file else []
+  return ClassificationTask(spec, _first(train, flags_.max_train_examples),
+                            _first(dev, flags_.max_eval_examples), tokenizer, config)
+
+
+def run_from_flags(flags_, resolve_config, stream=None):
+  """Everything finetune.py does after parsing flags; returns the FinetuneResult."""
+  stream = stream or sys.stdout
+  encoder, checkpoint_vocab = resolve_encoder(flags_.init_checkpoint, flags_.model_size)
+  config = resolve_config(encoder.num_layers)
+  import tf_keras
+
+  from electra_tf.training import strategy as strategy_lib
+  from electra_tf.training.finetuning import run_finetuning
+
+  strategy_lib.set_precision(config.precision)
+  strategy = strategy_lib.make_strategy(flags_.strategy, tpu=flags_.tpu,
+                                        cpu_devices=flags_.cpu_devices)
+  tf_keras.utils.set_random_seed(config.seed)
+  tokenizer, vocab_path = make_tokenizer(flags_.vocab_file, checkpoint_vocab, encoder,
+                                         flags_.lower_case)
+  if config.is_squad:
+    task = build_squad_task(flags_, config, tokenizer, stream)
+  else:
+    task = build_classification_task(flags_, config, tokenizer)
+  result = run_finetuning(task, config, encoder, flags_.output_dir, strategy,
+                          init_checkpoint=flags_.init_checkpoint, vocab_path=vocab_path,
+                          stream=stream)
+  if result.best:
+    shown = ", ".join(f"{k} {v:.4f}" for k, v in result.best.items() if isinstance(v, float))
+    print(f"best epoch {result.best['epoch']}: {shown}; model in "
+          f"{os.path.join(flags_.output_dir, 'best')}", file=stream, flush=True)
+  if flags_.export_dir:
+    from electra_tf.export import saved_model
+
+    path = saved_model.export_finetuned(os.path.join(flags_.output_dir, "best"),
+                                        flags_.export_dir)
+    print(f"exported the SavedModel to {path}", file=stream, flush=True)
+  return result
