@@ -158,8 +158,8 @@ def evaluate(dataset_path: str, predictions: dict[str, str], *, version_2: bool,
     dataset = json.load(f)["data"]
   dataset = _restrict(dataset, set(qas_ids if qas_ids is not None else predictions))
   if not version_2:
-    scores = squad_evaluate_v1_1.evaluate(dataset, predictions)
-    return {"exact_match": float(scores["exact_match"]), "f1": float(scores["final_f1"])}
+    scores = squad_evaluate_v1_1.evaluate(dataset, predictions)  # fractions, unlike v2.0's
+    return {"exact_match": 100.0 * scores["exact_match"], "f1": 100.0 * scores["final_f1"]}
   odds = null_odds if null_odds is not None else {q: 0.0 for q in predictions}
   thresholded = apply_null_threshold(predictions, odds, 0.0)
   scores = squad_evaluate_v2_0.evaluate(dataset, thresholded, odds)
