@@ -43,6 +43,20 @@ def squad_path(split: str) -> str:
   return path
 
 
+def squad_v2_sample_path() -> str:
+  """The official-format SQuAD 2.0 sample (one answerable, one unanswerable question) that
+  tflite-model-maker ships as test data (requirements-data.txt; located, not imported)."""
+  spec = importlib.util.find_spec("tensorflow_examples")
+  path = None
+  if spec and spec.submodule_search_locations:
+    path = os.path.join(list(spec.submodule_search_locations)[0], "lite", "model_maker", "core",
+                        "data_util", "testdata", "squad_testdata", "dev-v2.0.json")
+  if not path or not os.path.isfile(path):
+    raise UserError(f"the SQuAD 2.0 sample (package tflite-model-maker) is not installed; run "
+                    f"{_INSTALL_HINT}")
+  return path
+
+
 def split_sentences(text: str) -> list[str]:
   """Splits a paragraph into sentences with a simple rule (good enough for Wikipedia)."""
   text = " ".join(text.split())

@@ -10,17 +10,18 @@ from electra_tf.errors import UserError
 
 
 def resolve_encoder(init_checkpoint: str | None, model_size: str):
-  """(encoder config, checkpoint vocab path or None) from the checkpoint or a preset."""
+  """(encoder config, checkpoint vocab path or None, read source or None) from the
+  checkpoint or a preset."""
   if init_checkpoint:
     from electra_tf.export import convert
 
     source = convert.read_source(init_checkpoint)
     if not source.has_discriminator and not source.has_generator:
       raise UserError(f"{init_checkpoint} holds no encoder weights")
-    return source.config.model, source.vocab_path
+    return source.config.model, source.vocab_path, source
   import configs
 
-  return configs.get(model_size).model, None
+  return configs.get(model_size).model, None, None
 
 
 def make_tokenizer(vocab_file: str | None, checkpoint_vocab: str | None,
@@ -90,16 +91,17 @@ def build_classification_task(flags_, config: FinetuneConfig, tokenizer):
 def run_from_flags(flags_, resolve_config, stream=None):
   """Everything finetune.py does after parsing flags; returns the FinetuneResult."""
   stream = stream or sys.stdout
-  encoder, checkpoint_vocab = resolve_encoder(flags_.init_checkpoint, flags_.model_size)
-  config = resolve_config(encoder.num_layers)
   import tf_keras
 
   from electra_tf.training import strategy as strategy_lib
   from electra_tf.training.finetuning import run_finetuning
 
-  strategy_lib.set_precision(config.precision)
+  # The strategy first: splitting the CPU or joining a cluster must precede any TF work.
   strategy = strategy_lib.make_strategy(flags_.strategy, tpu=flags_.tpu,
                                         cpu_devices=flags_.cpu_devices)
+  encoder, checkpoint_vocab, source = resolve_encoder(flags_.init_checkpoint, flags_.model_size)
+  config = resolve_config(encoder.num_layers)
+  strategy_lib.set_precision(config.precision)
   tf_keras.utils.set_random_seed(config.seed)
   tokenizer, vocab_path = make_tokenizer(flags_.vocab_file, checkpoint_vocab, encoder,
                                          flags_.lower_case)
@@ -108,8 +110,8 @@ def run_from_flags(flags_, resolve_config, stream=None):
   else:
     task = build_classification_task(flags_, config, tokenizer)
   result = run_finetuning(task, config, encoder, flags_.output_dir, strategy,
-                          init_checkpoint=flags_.init_checkpoint, vocab_path=vocab_path,
-                          stream=stream)
+                          init_checkpoint=flags_.init_checkpoint, init_source=source,
+                          vocab_path=vocab_path, stream=stream)
   if result.best:
     shown = ", ".join(f"{k} {v:.4f}" for k, v in result.best.items() if isinstance(v, float))
     print(f"best epoch {result.best['epoch']}: {shown}; model in "

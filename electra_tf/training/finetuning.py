@@ -171,19 +171,19 @@ def save_finetuned(model: FinetuneModel, record: dict[str, Any], vocab_path: str
   return atomic.write_dir(out_dir, write)
 
 
-def _restore_init(model: FinetuneModel, init_checkpoint: str | None, stream) -> None:
+def _restore_init(model: FinetuneModel, init_checkpoint: str | None, source, stream) -> None:
   from electra_tf.export import convert
 
   if not init_checkpoint:
     print("no --init_checkpoint: the encoder starts from random weights", file=stream)
     return
-  report = convert.restore_into(init_checkpoint, discriminator=model.encoder)
+  report = convert.restore_into(source or init_checkpoint, discriminator=model.encoder)
   print(f"restored the encoder from {init_checkpoint}: {report.summary()}", file=stream)
 
 
 def run_finetuning(task: Task, config: FinetuneConfig, encoder_config: EncoderConfig,
                    output_dir: str, strategy, *, init_checkpoint: str | None = None,
-                   vocab_path: str | None = None, stream=None) -> FinetuneResult:
+                   init_source=None, vocab_path: str | None = None, stream=None) -> FinetuneResult:
   """Fine-tunes `task` from `init_checkpoint` and evaluates after every epoch.
 
   Writes to `output_dir`: finetune.json (settings), checkpoints/ (the latest epoch, for
@@ -218,7 +218,7 @@ def run_finetuning(task: Task, config: FinetuneConfig, encoder_config: EncoderCo
 
   with strategy.scope():
     model = build_finetune_model(task.build_model(encoder_config))
-    _restore_init(model, init_checkpoint, stream)
+    _restore_init(model, init_checkpoint, init_source, stream)
     model.compile(optimizer=make_optimizer(config, total_steps, encoder_config.num_layers))
     ckpt = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
     manager = tf.train.CheckpointManager(ckpt, os.path.join(output_dir, CHECKPOINT_SUBDIR), 1)
