@@ -251,9 +251,13 @@ def movie_reviews(seed: int = 0, dev_fraction: float = 0.1
 
 
 def truncate_pair(a: list[int], b: list[int], budget: int) -> None:
-  """Trims the longer of two token lists, one token at a time, until both fit `budget`."""
+  """Trims the longer of two token lists, one token at a time, until both fit `budget`.
+
+  On a tie `b` loses first, so `a` keeps ceil(budget / 2): the same lengths as tf.text's
+  RoundRobinTrimmer, which the SavedModel's text signatures use.
+  """
   while len(a) + len(b) > budget:
-    (a if len(a) >= len(b) else b).pop()
+    (a if len(a) > len(b) else b).pop()
 
 
 def encode(examples: Sequence[Example], tokenizer: WordPieceTokenizer, max_seq_length: int,

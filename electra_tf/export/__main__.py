@@ -1,0 +1,56 @@
+r"""Export a SavedModel that TF Serving loads (a new integer version under --export_dir).
+
+  python -m electra_tf.export --checkpoint=runs/squad --export_dir=serving/squad
+  python -m electra_tf.export --checkpoint=runs/small --task=pretraining --export_dir=serving/rtd
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from absl import app, flags, logging
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("checkpoint", None, "A finetune.py --output_dir (its best/ model) or a "
+                    "best/ directory; for --task=pretraining, anything `python -m "
+                    "electra_tf.convert` reads (a pretrain.py model_dir, HF folder, TF1 ckpt).")
+flags.DEFINE_string("task", None, "pretraining, or the fine-tuned task to check against the "
+                    "checkpoint (default: the checkpoint's own task).")
+flags.DEFINE_string("export_dir", None, "Model base path; version N+1 is written inside.")
+
+
+def main(argv):
+  del argv
+  logging.set_verbosity(logging.WARNING)
+  from electra_tf.errors import RuntimeFailure, UserError
+
+  try:
+    if not FLAGS.checkpoint or not FLAGS.export_dir:
+      raise UserError("--checkpoint and --export_dir are required")
+    if not os.path.exists(FLAGS.checkpoint):
+      raise UserError(f"--checkpoint {FLAGS.checkpoint} does not exist")
+    from electra_tf.export import saved_model
+
+    path = saved_model.export(FLAGS.checkpoint, FLAGS.task, FLAGS.export_dir)
+    print(f"exported {path}")
+    print(saved_model.describe(path))
+  except (UserError, RuntimeFailure) as exc:
+    print(f"error: {exc}", file=sys.stderr)
+    sys.exit(exc.exit_code)
+  except OSError as exc:
+    print(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
+    sys.exit(1)
+
+
+def parse_flags(argv):
+  try:
+    return FLAGS(argv)
+  except flags.Error as exc:
+    print(f"error: {exc}", file=sys.stderr)
+    sys.exit(2)
+
+
+if __name__ == "__main__":
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+  app.run(main, flags_parser=parse_flags)
