@@ -56,7 +56,8 @@ def test_squad_v1_end_to_end(tmp_path, tiny_checkpoint):
   result = run("finetune.py", "--task=squad_v1.1", f"--init_checkpoint={tiny_checkpoint}",
                f"--train_file={builtin.squad_path('train')}",
                f"--predict_file={builtin.squad_path('dev')}", "--max_train_examples=48",
-               "--max_eval_examples=12", "--num_train_epochs=2", f"--output_dir={out}", *FAST)
+               "--max_eval_examples=12", "--num_train_epochs=2", f"--output_dir={out}",
+               f"--export_dir={tmp_path}/serving", *FAST)
   assert result.returncode == 0, result.stderr[-3000:]
   assert "restored the encoder" in result.stdout
   assert "eval epoch 2" in result.stdout, result.stdout
@@ -74,6 +75,16 @@ def test_squad_v1_end_to_end(tmp_path, tiny_checkpoint):
   # Answers are spans of the original context, not detokenized word pieces.
   assert all(text in contexts[qid] for qid, text in predictions.items())
   assert (out / "best" / "ckpt.index").exists() and (out / "best" / "vocab.txt").exists()
+  # The exported text signature answers exactly as finetune.py's predictions.json.
+  import tensorflow as tf
+  import tensorflow_text  # noqa: F401
+
+  questions = {qa["id"]: (qa["question"], p["context"]) for article in dev["data"]
+               for p in article["paragraphs"] for qa in p["qas"]}
+  answer = tf.saved_model.load(str(tmp_path / "serving" / "1")).signatures["answer"]
+  served = answer(question=tf.constant([questions[q][0] for q in first_ids]),
+                  context=tf.constant([questions[q][1] for q in first_ids]))["answer"]
+  assert [a.decode() for a in served.numpy()] == [predictions[q] for q in first_ids]
   # Rerunning the finished run resumes nothing and keeps the results.
   again = run("finetune.py", "--task=squad_v1.1", f"--init_checkpoint={tiny_checkpoint}",
               "--max_train_examples=48", "--max_eval_examples=12", "--num_train_epochs=2",
