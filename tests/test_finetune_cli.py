@@ -170,6 +170,8 @@ def test_classification_tsv_end_to_end_on_two_replicas(tmp_path, tiny_checkpoint
     (["--task=squad_v2.0", "--output_dir=OUT"], ["needs --train_file and --predict_file"]),
     (["--task=classification", "--output_dir=OUT"], ["needs --train_file and --text_columns"]),
     (["--task=squad_v1.1", "--output_dir=OUT", "--max_seq_length=60"], ["no room"]),
+    (["--task=movie_reviews", "--output_dir=OUT", "--strategy=multi_worker_mirrored"],
+     ["runs on one machine"]),
     (["--task=glue/rte", "--output_dir=OUT", "--tfds_data_dir=/nonexistent"],
      ["could not load glue/rte", "--task=classification"]),
 ])

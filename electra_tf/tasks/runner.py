@@ -96,7 +96,10 @@ def run_from_flags(flags_, resolve_config, stream=None):
   from electra_tf.training import strategy as strategy_lib
   from electra_tf.training.finetuning import run_finetuning
 
-  # The strategy first: splitting the CPU or joining a cluster must precede any TF work.
+  if flags_.strategy == "multi_worker_mirrored":
+    raise UserError("finetune.py runs on one machine (every worker would write the same "
+                    "output_dir); use --strategy=mirrored on a multi-GPU host or tpu")
+  # The strategy first: splitting the CPU must precede any TF work.
   strategy = strategy_lib.make_strategy(flags_.strategy, tpu=flags_.tpu,
                                         cpu_devices=flags_.cpu_devices)
   encoder, checkpoint_vocab, source = resolve_encoder(flags_.init_checkpoint, flags_.model_size)
