@@ -274,6 +274,7 @@ class FinetuneConfig:
       every encoder factor by one more `decay`, as the authors' code does (their top layer
       gets decay ** 2).
     weight_decay: decoupled AdamW decay (not on LayerNorm or biases).
+    adam_bias_correction: Adam's bias correction (off, as in the authors' code).
     num_train_epochs, batch_size, eval_batch_size, seed: run control.
     dropout_rate: dropout in the encoder and before the classifier.
     joint_end_head: the authors' end head conditioned on the start (top `beam_size` starts).
@@ -289,6 +290,7 @@ class FinetuneConfig:
   layerwise_lr_decay: float = 0.8
   authors_layer_decay: bool = False
   weight_decay: float = 0.01
+  adam_bias_correction: bool = False  # the authors' AdamW has none; torch's AdamW has it
   warmup_fraction: float = 0.1
   num_train_epochs: float = 3.0
   batch_size: int = 32

@@ -72,6 +72,7 @@ def make_optimizer(config: FinetuneConfig, total_steps: int, num_layers: int):
                                int(config.warmup_fraction * total_steps))
   return create_optimizer(
       "adamw", schedule, weight_decay=config.weight_decay, precision=config.precision,
+      bias_correction=config.adam_bias_correction,
       lr_multipliers=layerwise_multipliers(num_layers, config.layerwise_lr_decay,
                                            config.authors_layer_decay))
 
