@@ -62,7 +62,8 @@ _CONFIG_FLAGS = {
                             "authors' code (their top layer gets decay**2)."),
     "weight_decay": ("float", "AdamW weight decay (not on LayerNorm/biases)."),
     "adam_bias_correction": ("bool", "Adam's bias correction (off, as the authors; torch's "
-                             "AdamW has it: early steps are then about 3x smaller)."),
+                             "AdamW has it, which makes the first few hundred steps 3-6x "
+                             "smaller)."),
     "warmup_fraction": ("float", "Share of steps spent warming up (0.1)."),
     "num_train_epochs": ("float", "Epochs (3; SQuAD 2; RTE and STS-B 10)."),
     "batch_size": ("integer", "Global training batch (32)."),

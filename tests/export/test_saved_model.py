@@ -161,6 +161,11 @@ def test_reloaded_exports_match_keras_and_python(exports, tmp_path):
   disc = exports["rtd"][0]
   probs = tf.sigmoid(disc({k: tf.constant(v) for k, v in ids.items()})).numpy()
   assert np.abs(np.array(out["rtd/serving_default"]["replaced_probability"]) - probs).max() < 1e-5
+  text = out["rtd/detect_text"]  # raw text: the ids it built, scored like the Keras model
+  built = {k: tf.constant(text[k]) for k in ("input_ids", "input_mask", "segment_ids")}
+  assert text["input_ids"][1][:2] == [101, 102]  # "" -> [CLS] [SEP]
+  np.testing.assert_allclose(text["replaced_probability"], tf.sigmoid(disc(built)).numpy(),
+                             atol=1e-5)
 
   # Raw text: the pair classifier equals the model on classification_data.encode's inputs.
   keras_pair = exports["pair"][0]({k: tf.constant(v) for k, v in ids.items()}, training=False)
