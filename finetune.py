@@ -15,10 +15,10 @@ SQuAD files default to the official v1.1 train/dev shipped in requirements-data.
 from __future__ import annotations
 
 import os
-import sys
 
 from absl import app, flags, logging
 
+from electra_tf import cli  # stdlib only: --help stays fast
 from electra_tf import config as config_lib  # stdlib only: --help stays fast
 
 FLAGS = flags.FLAGS
@@ -94,9 +94,9 @@ def resolve_config(num_layers: int):
 def main(argv):
   del argv
   logging.set_verbosity(logging.WARNING)
-  from electra_tf.errors import RuntimeFailure, UserError  # noqa: PLC0415
+  from electra_tf.errors import UserError  # noqa: PLC0415
 
-  try:
+  with cli.one_line_errors():
     if not FLAGS.task:
       raise UserError("--task is required; one of " + ", ".join(config_lib.FINETUNE_TASKS))
     if not FLAGS.output_dir:
@@ -104,23 +104,8 @@ def main(argv):
     from electra_tf.tasks import runner  # noqa: PLC0415
 
     runner.run_from_flags(FLAGS, resolve_config)
-  except (UserError, RuntimeFailure) as exc:
-    print(f"error: {exc}", file=sys.stderr)
-    sys.exit(exc.exit_code)
-  except OSError as exc:
-    print(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
-    sys.exit(1)
-
-
-def parse_flags(argv):
-  """absl parsing with one error line and exit code 2 on bad flags."""
-  try:
-    return FLAGS(argv)
-  except flags.Error as exc:
-    print(f"error: {exc}", file=sys.stderr)
-    sys.exit(2)
 
 
 if __name__ == "__main__":
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-  app.run(main, flags_parser=parse_flags)
+  app.run(main, flags_parser=cli.flags_parser(FLAGS))

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 from absl import app, flags, logging
 
+from electra_tf import cli  # stdlib only: --help stays fast
 from electra_tf import config as config_lib  # stdlib only: --help stays fast
 
 FLAGS = flags.FLAGS
@@ -146,9 +146,8 @@ def resolve_data(config, model_dir: str, is_multi_worker: bool, vocab):
 def main(argv):
   del argv
   logging.set_verbosity(logging.WARNING)  # TF's checkpoint INFO lines drown the progress
-  from electra_tf.errors import RuntimeFailure, UserError  # noqa: PLC0415
 
-  try:
+  with cli.one_line_errors():
     config = resolve_config()
     model_dir = FLAGS.model_dir or os.path.join("runs", FLAGS.model_size)
     from electra_tf.training import pretraining  # noqa: PLC0415
@@ -170,23 +169,8 @@ def main(argv):
     data = resolve_data(config, model_dir, FLAGS.strategy == "multi_worker_mirrored", vocab)
     pretraining.run_pretraining(config, data, model_dir, strategy,
                                 jit_compile=FLAGS.jit_compile, init_source=source)
-  except (UserError, RuntimeFailure) as exc:
-    print(f"error: {exc}", file=sys.stderr)
-    sys.exit(exc.exit_code)
-  except OSError as exc:
-    print(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
-    sys.exit(1)
-
-
-def parse_flags(argv):
-  """absl parsing with one error line and exit code 2 on bad flags."""
-  try:
-    return FLAGS(argv)
-  except flags.Error as exc:
-    print(f"error: {exc}", file=sys.stderr)
-    sys.exit(2)
 
 
 if __name__ == "__main__":
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # hides the CUDA probe line on CPUs
-  app.run(main, flags_parser=parse_flags)
+  app.run(main, flags_parser=cli.flags_parser(FLAGS))

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from testing_utils import ROOT
+from testing_utils import ROOT, assert_clear_error
 
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
 
@@ -16,16 +16,6 @@ ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
 def run(script, *args, timeout=600):
   return subprocess.run([sys.executable, os.path.join(ROOT, script), *args], cwd=ROOT,
                         capture_output=True, text=True, timeout=timeout, env=ENV)
-
-
-def assert_clear_error(result, *needles):
-  assert result.returncode == 2, (result.returncode, result.stderr[-2000:])
-  assert "Traceback" not in result.stderr, result.stderr[-3000:]
-  last = result.stderr.strip().splitlines()[-1]
-  assert last.startswith("error: "), last
-  for needle in needles:
-    assert needle in last, last
-  return last
 
 
 @pytest.fixture(scope="module")

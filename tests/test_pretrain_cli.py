@@ -7,23 +7,13 @@ import sys
 import time
 
 import pytest
-from testing_utils import ROOT
+from testing_utils import ROOT, assert_clear_error
 
 
 def run_pretrain(*args, timeout=300):
   env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
   return subprocess.run([sys.executable, os.path.join(ROOT, "pretrain.py"), *args],
                         cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
-
-
-def assert_clear_error(result, *needles):
-  assert result.returncode == 2, (result.returncode, result.stderr[-2000:])
-  assert "Traceback" not in result.stderr, result.stderr[-3000:]
-  last = result.stderr.strip().splitlines()[-1]
-  assert last.startswith("error: "), last
-  for needle in needles:
-    assert needle in last, last
-  return last
 
 
 @pytest.fixture(scope="module")

@@ -37,3 +37,14 @@ def make_batch(config, seed: int = 0, batch_size: int | None = None):
   return {F.INPUT_IDS: ids, F.INPUT_MASK: mask, F.SEGMENT_IDS: segments,
           F.MASKED_INPUT_IDS: masked_input, F.MASKED_LM_POSITIONS: positions,
           F.MASKED_LM_IDS: masked_ids, F.MASKED_LM_WEIGHTS: weights}
+
+
+def assert_clear_error(result, *needles):
+  """A CLI run failed as users should see it: exit 2 and one `error:` line with `needles`."""
+  assert result.returncode == 2, (result.returncode, result.stderr[-2000:])
+  assert "Traceback" not in result.stderr, result.stderr[-3000:]
+  last = result.stderr.strip().splitlines()[-1]
+  assert last.startswith("error: "), last
+  for needle in needles:
+    assert needle in last, last
+  return last

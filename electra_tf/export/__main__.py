@@ -7,9 +7,10 @@ r"""Export a SavedModel that TF Serving loads (a new integer version under --exp
 from __future__ import annotations
 
 import os
-import sys
 
 from absl import app, flags, logging
+
+from electra_tf import cli  # stdlib only: --help stays fast
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("checkpoint", None, "A finetune.py --output_dir (its best/ model) or a "
@@ -23,9 +24,9 @@ flags.DEFINE_string("export_dir", None, "Model base path; version N+1 is written
 def main(argv):
   del argv
   logging.set_verbosity(logging.WARNING)
-  from electra_tf.errors import RuntimeFailure, UserError
+  from electra_tf.errors import UserError
 
-  try:
+  with cli.one_line_errors():
     if not FLAGS.checkpoint or not FLAGS.export_dir:
       raise UserError("--checkpoint and --export_dir are required")
     if not os.path.exists(FLAGS.checkpoint):
@@ -35,22 +36,8 @@ def main(argv):
     path = saved_model.export(FLAGS.checkpoint, FLAGS.task, FLAGS.export_dir)
     print(f"exported {path}")
     print(saved_model.describe(path))
-  except (UserError, RuntimeFailure) as exc:
-    print(f"error: {exc}", file=sys.stderr)
-    sys.exit(exc.exit_code)
-  except OSError as exc:
-    print(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
-    sys.exit(1)
-
-
-def parse_flags(argv):
-  try:
-    return FLAGS(argv)
-  except flags.Error as exc:
-    print(f"error: {exc}", file=sys.stderr)
-    sys.exit(2)
 
 
 if __name__ == "__main__":
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-  app.run(main, flags_parser=parse_flags)
+  app.run(main, flags_parser=cli.flags_parser(FLAGS))
