@@ -222,11 +222,13 @@ def serving_module(checkpoint: str, task: str):
     return PretrainingServing(loaded.discriminator, vocab, True, 128)
   from electra_tf.training.finetuning import BEST_SUBDIR, load_finetuned
 
-  best = os.path.join(checkpoint, BEST_SUBDIR)
-  model, record = load_finetuned(best if os.path.isdir(best) else checkpoint)
+  model_dir = os.path.join(checkpoint, BEST_SUBDIR)  # an output_dir holds its best model there
+  if not os.path.isdir(model_dir):
+    model_dir = checkpoint
+  model, record = load_finetuned(model_dir)
   if task and task != record["task"]:
     raise UserError(f"{checkpoint} was fine-tuned for {record['task']}, not {task}")
-  path = os.path.join(best if os.path.isdir(best) else checkpoint, "vocab.txt")
+  path = os.path.join(model_dir, "vocab.txt")
   config = record["finetune"]
   lower_case = record.get("lower_case", True)
   if record["task"].startswith("squad"):

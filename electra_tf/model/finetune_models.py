@@ -10,17 +10,14 @@ import tf_keras
 from electra_tf import features as F
 from electra_tf.config import EncoderConfig, FinetuneConfig
 from electra_tf.model.encoder import ElectraEncoder
+from electra_tf.model.replicas import global_sum as _global_sum
+from electra_tf.model.replicas import scale_loss, summed_gradients
 from electra_tf.model.task_heads import ClassificationHead, SpanHead
 
 LABEL = "label"
 START_POSITIONS = "start_positions"
 END_POSITIONS = "end_positions"
 IS_IMPOSSIBLE = "is_impossible"
-
-
-def _global_sum(value: tf.Tensor) -> tf.Tensor:
-  """Sum over replicas (identity without a strategy)."""
-  return tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, value)
 
 
 def _encoder_inputs(features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
@@ -51,15 +48,11 @@ class FinetuneModel(tf_keras.Model):
 
   def train_step(self, features):
     opt = self.optimizer
-    scaled_opt = isinstance(opt, tf_keras.mixed_precision.LossScaleOptimizer)
     with tf.GradientTape() as tape:
       outputs = self(features, training=True)
       loss = self._loss(outputs, features)
-      scaled = opt.get_scaled_loss(loss) if scaled_opt else loss
-    grads = [tf.convert_to_tensor(g) for g in tape.gradient(scaled, self.trainable_variables)]
-    grads = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, grads)
-    if scaled_opt:
-      grads = opt.get_unscaled_gradients(grads)
+      scaled = scale_loss(opt, loss)
+    grads = summed_gradients(opt, tape, scaled, self.trainable_variables)
     grads, norm = tf.clip_by_global_norm(grads, self.clip_norm)
     opt.apply_gradients(zip(grads, self.trainable_variables),
                         experimental_aggregate_gradients=False)

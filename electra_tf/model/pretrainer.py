@@ -9,13 +9,10 @@ from electra_tf import features as F
 from electra_tf.config import PretrainConfig
 from electra_tf.model import rtd
 from electra_tf.model.networks import build_networks
+from electra_tf.model.replicas import global_sum as _global_sum
+from electra_tf.model.replicas import scale_loss, summed_gradients
 
 _EPS = 1e-6
-
-
-def _global_sum(value: tf.Tensor) -> tf.Tensor:
-  """Sum over replicas (identity without a strategy)."""
-  return tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, value)
 
 
 class ElectraPretrainer(tf_keras.Model):
@@ -108,18 +105,12 @@ class ElectraPretrainer(tf_keras.Model):
 
   def compute_gradients(self, features, step):
     """(outputs, losses, gradients), the gradients summed over replicas and unscaled."""
-    opt = self.optimizer
-    scaled_opt = isinstance(opt, tf_keras.mixed_precision.LossScaleOptimizer)
     with tf.GradientTape() as tape:
       outputs = self.forward(features, step, training=True)
       losses = self.compute_losses(outputs, features)
-      loss = opt.get_scaled_loss(losses["loss"]) if scaled_opt else losses["loss"]
-    grads = [tf.convert_to_tensor(g) for g in tape.gradient(loss, self.trainable_variables)]
-    # Replica gradients are shares of one global gradient: sum them before clipping.
-    grads = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, grads)
-    if scaled_opt:
-      grads = opt.get_unscaled_gradients(grads)
-    return outputs, losses, grads
+      loss = scale_loss(self.optimizer, losses["loss"])
+    return outputs, losses, summed_gradients(self.optimizer, tape, loss,
+                                             self.trainable_variables)
 
   def train_step(self, features):
     outputs, losses, grads = self.compute_gradients(features, self.optimizer.iterations)

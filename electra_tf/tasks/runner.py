@@ -60,7 +60,7 @@ def build_squad_task(flags_, config: FinetuneConfig, tokenizer, stream):
   evals, _ = squad_data.read_squad(predict_file, is_training=False, version_2=config.version_2)
   cache_dir = flags_.cache_dir or os.path.join(flags_.output_dir, "cache")
   return SquadTask(config, tokenizer, _first(train, flags_.max_train_examples),
-                   _first(evals, flags_.max_eval_examples), train_file, predict_file, cache_dir)
+                   _first(evals, flags_.max_eval_examples), predict_file, cache_dir)
 
 
 def build_classification_task(flags_, config: FinetuneConfig, tokenizer):

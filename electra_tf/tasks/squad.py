@@ -37,7 +37,7 @@ class SquadTask:
     config: fine-tuning settings (sizes, heads, n-best).
     tokenizer: WordPiece tokenizer of the checkpoint's vocab.
     train_examples, eval_examples: read with squad_data.read_squad (eval may be empty).
-    train_file, predict_file: their paths (cache keys; the official scorer reads predict_file).
+    predict_file: the eval examples' file, which the official scorer reads.
     cache_dir: where feature TFRecords are cached.
   """
 
@@ -45,7 +45,6 @@ class SquadTask:
   tokenizer: WordPieceTokenizer
   train_examples: Sequence[squad_data.SquadExample]
   eval_examples: Sequence[squad_data.SquadExample]
-  train_file: str | None
   predict_file: str | None
   cache_dir: str
 

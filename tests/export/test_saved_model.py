@@ -114,7 +114,7 @@ def _python_answers(model, config, examples, tmp_path, threshold=None):
   from electra_tf.tasks import squad_postprocess
 
   tokenizer = WordPieceTokenizer(builtin_vocab_path())
-  task = SquadTask(config, tokenizer, [], examples, None, None, str(tmp_path / "cache"))
+  task = SquadTask(config, tokenizer, [], examples, None, str(tmp_path / "cache"))
   outputs = {}
   for batch in task.eval_dataset().batch(32):
     for k, v in model.predict_step(batch).items():
