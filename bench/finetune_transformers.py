@@ -34,30 +34,51 @@ def minilm_dir() -> str:
 
 
 def squad_features(tokenizer, examples, args, training: bool):
-  """HF-style windows: question first, context truncated with overlapping windows."""
+  """HF-style windows with our windowing: each context window starts `doc_stride` tokens
+  after the previous one (HF's `stride` is the overlap, so it is set per question)."""
   questions = [tokenizer.convert_tokens_to_string(
       tokenizer.tokenize(e.question)[:args.max_query_length]) for e in examples]
-  enc = tokenizer(questions, [e.context for e in examples], truncation="only_second",
-                  max_length=args.max_seq_length, stride=args.doc_overlap,
-                  return_overflowing_tokens=True, return_offsets_mapping=True,
-                  padding="max_length")
+  keys = ("input_ids", "attention_mask", "token_type_ids", "offset_mapping")
+  enc = {k: [] for k in keys + ("overflow_to_sample_mapping",)}
   starts, ends = [], []
-  for i, offsets in enumerate(enc["offset_mapping"]):
-    seq_ids = enc.sequence_ids(i)
-    example = examples[enc["overflow_to_sample_mapping"][i]]
-    if training:
-      begin = example.answer_start
-      finish = begin + len(example.answers[0])
-      ctx = [j for j, s in enumerate(seq_ids) if s == 1]
-      if offsets[ctx[0]][0] <= begin and offsets[ctx[-1]][1] >= finish:
-        s = next(j for j in ctx if offsets[j][1] > begin)
-        e = max(j for j in ctx if offsets[j][0] < finish)
-      else:
-        s = e = 0
-      starts.append(s)
-      ends.append(e)
-    enc["offset_mapping"][i] = [o if seq_ids[k] == 1 else None for k, o in enumerate(offsets)]
+  for index, (question, example) in enumerate(zip(questions, examples)):
+    window = args.max_seq_length - len(tokenizer.tokenize(question)) - 3
+    one = tokenizer(question, example.context, truncation="only_second",
+                    max_length=args.max_seq_length, stride=max(0, window - args.doc_stride),
+                    return_overflowing_tokens=True, return_offsets_mapping=True,
+                    padding="max_length")
+    for i, offsets in enumerate(one["offset_mapping"]):
+      seq_ids = one.sequence_ids(i)
+      if training:
+        begin = example.answer_start
+        finish = begin + len(example.answers[0])
+        ctx = [j for j, s in enumerate(seq_ids) if s == 1]
+        if offsets[ctx[0]][0] <= begin and offsets[ctx[-1]][1] >= finish:
+          s = next(j for j in ctx if offsets[j][1] > begin)
+          e = max(j for j in ctx if offsets[j][0] < finish)
+        else:
+          s = e = 0
+        starts.append(s)
+        ends.append(e)
+      for k in keys[:3]:
+        enc[k].append(one[k][i])
+      enc["offset_mapping"].append(
+          [o if seq_ids[j] == 1 else None for j, o in enumerate(offsets)])
+      enc["overflow_to_sample_mapping"].append(index)
   return enc, starts, ends
+
+
+def span_loss(out, batch, masked: bool):
+  """transformers' own QA loss (padding positions stay in the softmax), or the authors' and
+  ours: padding logits pushed to -1e4 first. Identical logits give identical losses then."""
+  import torch
+
+  if not masked:
+    return out.loss
+  pad = 1.0 - batch["attention_mask"].float()
+  ce = torch.nn.functional.cross_entropy
+  return 0.5 * (ce(out.start_logits.float() - 1e4 * pad, batch["start_positions"])
+                + ce(out.end_logits.float() - 1e4 * pad, batch["end_positions"]))
 
 
 def squad_predictions(examples, enc, start_logits, end_logits, n_best=20, max_answer=30):
@@ -136,7 +157,7 @@ def run_squad(args, tokenizer):
   steps = math.ceil(args.epochs * len(starts) / args.batch_size)
   print(f"{len(train_ex)} questions -> {len(starts)} windows, {steps} steps", flush=True)
   train(model, batches_of(arrays, args.batch_size, args.seed), steps, args,
-        lambda b: model(**b).loss)
+        lambda b: span_loss(model(**b), b, masked=not args.hf_loss))
   model.eval()
   enc, _, _ = squad_features(tokenizer, dev_ex, args, training=False)
   s_all, e_all = [], []
@@ -191,8 +212,11 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("--task", choices=["squad", "movie_reviews"], required=True)
   parser.add_argument("--max_seq_length", type=int, default=256)
-  parser.add_argument("--doc_overlap", type=int, default=128,
-                      help="tokens shared by consecutive SQuAD windows (HF's `stride`)")
+  parser.add_argument("--doc_stride", type=int, default=128,
+                      help="tokens between the starts of SQuAD windows (finetune.py's meaning)")
+  parser.add_argument("--hf_loss", action="store_true",
+                      help="SQuAD: transformers' built-in loss, which leaves padding positions "
+                           "in the softmax, instead of masking them as the authors and we do")
   parser.add_argument("--max_query_length", type=int, default=64)
   parser.add_argument("--max_train_examples", type=int, default=3000)
   parser.add_argument("--max_eval_examples", type=int, default=None)
