@@ -97,6 +97,11 @@ def squad_predictions(examples, enc, start_logits, end_logits, n_best=20, max_an
   return {e.qas_id: best.get(e.qas_id, (0, ""))[1] for e in examples}
 
 
+def dropout_kwargs(args) -> dict:
+  return ({"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
+          if args.no_dropout else {})
+
+
 def train(model, batches, steps, args, forward):
   import torch
 
@@ -149,7 +154,8 @@ def run_squad(args, tokenizer):
   train_ex, _ = squad_data.read_squad(builtin.squad_path("train"), is_training=True)
   dev_ex, _ = squad_data.read_squad(builtin.squad_path("dev"), is_training=False)
   train_ex, dev_ex = train_ex[:args.max_train_examples], dev_ex[:args.max_eval_examples]
-  model = transformers.BertForQuestionAnswering.from_pretrained(minilm_dir())
+  model = transformers.BertForQuestionAnswering.from_pretrained(minilm_dir(),
+                                                                **dropout_kwargs(args))
   enc, starts, ends = squad_features(tokenizer, train_ex, args, training=True)
   arrays = {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"],
             "token_type_ids": enc["token_type_ids"], "start_positions": starts,
@@ -184,7 +190,8 @@ def run_movie_reviews(args, tokenizer):
   train_ex = train_ex[:args.max_train_examples]
   if args.max_eval_examples:
     dev_ex = dev_ex[:args.max_eval_examples]
-  model = transformers.BertForSequenceClassification.from_pretrained(minilm_dir(), num_labels=2)
+  model = transformers.BertForSequenceClassification.from_pretrained(minilm_dir(), num_labels=2,
+                                                                     **dropout_kwargs(args))
 
   def encode(examples):
     return tokenizer([e.texts[0] for e in examples], truncation=True,
@@ -226,6 +233,8 @@ def main():
   parser.add_argument("--warmup_fraction", type=float, default=0.1)
   parser.add_argument("--weight_decay", type=float, default=0.01)
   parser.add_argument("--seed", type=int, default=0)
+  parser.add_argument("--no_dropout", action="store_true",
+                      help="dropout 0 everywhere (for bench/squad_same_order.py comparisons)")
   parser.add_argument("--bf16", action="store_true", help="torch.autocast bfloat16 on the CPU")
   parser.add_argument("--threads", type=int, default=2)
   parser.add_argument("--log_steps", type=int, default=25)
