@@ -108,6 +108,11 @@ def run_tf_models(config, xla: bool, steps: int, per_call: int):
   generator(dummy)  # builds the embedding table the MLM head is tied to
   discriminator = encoder(config.model, generator.get_embedding_layer())
   discriminator(dummy)
+  if config.precision != "float32":
+    # Model Garden's sampling adds float32 Gumbel noise to the MLM logits, which fails on
+    # bfloat16 logits; its best bf16 setting therefore keeps the pretrainer's own heads
+    # (MLM and discriminator heads) in float32 and runs the two encoders in bf16.
+    tf_keras.mixed_precision.set_global_policy("float32")
   pretrainer = models.ElectraPretrainer(
       generator, discriminator, vocab_size=config.model.vocab_size, num_classes=2,
       num_token_predictions=config.max_predictions_per_seq,

@@ -42,18 +42,25 @@ def position_uniforms(seed: int | tf.Tensor, step: tf.Tensor, rows: tf.Tensor,
 
 
 def sample_from_logits(logits: tf.Tensor, uniforms: tf.Tensor, temperature: float = 1.0,
-                       disallow_ids: tf.Tensor | None = None) -> tf.Tensor:
+                       disallow_ids: tf.Tensor | None = None, block_size: int = 128) -> tf.Tensor:
   """Sample from softmax(logits / T) by inverting its CDF at the given uniforms.
 
-  Exact up to float32 rounding of the cumulative sum, and it needs one random number
+  Exact up to float32 rounding of the cumulative sums, and it needs one random number
   per position instead of Gumbel-max's one per vocabulary entry (P x V), which is what
   makes the draw counter-based and replica-invariant at no cost.
 
+  The search is two-level so that only one pass over [B, P, V] follows the softmax's:
+  the unnormalised probabilities are summed in blocks of `block_size` ids, the block
+  holding the target mass is found on the [B, P, V / block_size] cumulative sums, and only
+  that block is scanned. A disallowed id's mass is removed from its block's sum and from
+  the scanned block, so no [B, P, V] one-hot is built.
+
   Args:
-    logits: float32 [B, P, V].
+    logits: float [B, P, V].
     uniforms: float32 [B, P] in (0, 1), e.g. from `position_uniforms`.
     temperature: sampling temperature T > 0.
     disallow_ids: optional int32 [B, P] ids that may not be sampled (disallow_correct).
+    block_size: ids per block of the two-level search.
 
   Returns:
     int32 [B, P] sampled ids.
@@ -62,11 +69,28 @@ def sample_from_logits(logits: tf.Tensor, uniforms: tf.Tensor, temperature: floa
   if temperature != 1.0:
     logits = logits / temperature
   vocab_size = tf.shape(logits)[-1]
+  num_blocks = (vocab_size + block_size - 1) // block_size
+  probs = tf.exp(logits - tf.reduce_max(logits, axis=-1, keepdims=True))  # unnormalised
+  probs = tf.pad(probs, [[0, 0], [0, 0], [0, num_blocks * block_size - vocab_size]])
+  blocks = tf.reshape(probs, tf.concat([tf.shape(probs)[:2], [num_blocks, block_size]], 0))
+  block_mass = tf.reduce_sum(blocks, axis=-1)  # [B, P, NB]
   if disallow_ids is not None:
-    logits -= 1e4 * tf.one_hot(disallow_ids, vocab_size, dtype=logits.dtype)
-  cdf = tf.math.cumsum(tf.nn.softmax(logits, axis=-1), axis=-1)  # [B, P, V]
-  target = uniforms[..., tf.newaxis] * cdf[..., -1:]  # rescaled: the cdf may end at 1 +- eps
-  sample = tf.reduce_sum(tf.cast(cdf < target, tf.int32), axis=-1)
+    disallow_ids = tf.cast(disallow_ids, tf.int32)
+    removed = tf.gather(probs, disallow_ids[..., tf.newaxis], batch_dims=2)  # [B, P, 1]
+    block_mass -= removed * tf.one_hot(disallow_ids // block_size, num_blocks)
+    block_mass = tf.maximum(block_mass, 0.0)
+  block_cdf = tf.math.cumsum(block_mass, axis=-1)
+  target = uniforms[..., tf.newaxis] * block_cdf[..., -1:]  # [B, P, 1]
+  block = tf.minimum(tf.reduce_sum(tf.cast(block_cdf < target, tf.int32), axis=-1),
+                     num_blocks - 1)  # [B, P]
+  before = tf.gather(tf.pad(block_cdf, [[0, 0], [0, 0], [1, 0]]), block[..., tf.newaxis],
+                     batch_dims=2)  # mass of the earlier blocks, [B, P, 1]
+  inside = tf.gather(blocks, block, batch_dims=2)  # [B, P, K]
+  if disallow_ids is not None:  # an id outside this block gives an all-zero one-hot
+    inside *= 1.0 - tf.one_hot(disallow_ids - block * block_size, block_size)
+  offset = tf.reduce_sum(tf.cast(before + tf.math.cumsum(inside, axis=-1) < target, tf.int32),
+                         axis=-1)
+  sample = block * block_size + tf.minimum(offset, block_size - 1)
   return tf.minimum(sample, vocab_size - 1)
 
 
