@@ -77,7 +77,9 @@ def op_breakdown(trace_dir: str, top: int) -> list[tuple[str, float, int]]:
           continue
         for event in line.events:
           name = names.get(event.metadata_id, "")
-          if ":" not in name:  # TF ops are "scope/name:Type"; skip runtime markers
+          # TF ops are "scope/name:Type"; skip runtime spans such as ExecutorState::Process,
+          # which enclose the ops they run.
+          if ":" not in name or "::" in name:
             continue
           op_type = name.rsplit(":", 1)[1]
           totals[op_type] += event.duration_ps / 1e12
