@@ -132,16 +132,22 @@ def train(model, batches, steps, args, forward):
             f" | ETA {(steps - step) / rate:.0f}s", flush=True)
 
 
-def batches_of(arrays: dict, batch_size: int, seed: int):
-  import torch
-
-  n = len(next(iter(arrays.values())))
+def batch_indices(n: int, batch_size: int, seed: int):
+  """Example indices of each batch, forever: a fresh permutation per epoch, remainder dropped.
+  bench/squad_same_order.py replays this order."""
   rng = np.random.default_rng(seed)
   while True:
     order = rng.permutation(n)
     for i in range(0, n - batch_size + 1, batch_size):
-      idx = order[i:i + batch_size]
-      yield {k: torch.tensor(np.asarray(v)[idx]) for k, v in arrays.items()}
+      yield order[i:i + batch_size]
+
+
+def batches_of(arrays: dict, batch_size: int, seed: int):
+  import torch
+
+  n = len(next(iter(arrays.values())))
+  for idx in batch_indices(n, batch_size, seed):
+    yield {k: torch.tensor(np.asarray(v)[idx]) for k, v in arrays.items()}
 
 
 def run_squad(args, tokenizer):

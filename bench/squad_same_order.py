@@ -28,18 +28,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
-def batch_order(n: int, batch_size: int, steps: int, seed: int) -> np.ndarray:
-  """The example indices finetune_transformers.batches_of yields for `steps` batches."""
-  rng = np.random.default_rng(seed)
-  order: list[int] = []
-  while len(order) < steps * batch_size:
-    perm = rng.permutation(n)
-    for i in range(0, n - batch_size + 1, batch_size):
-      if len(order) < steps * batch_size:
-        order.extend(perm[i:i + batch_size])
-  return np.asarray(order)
-
-
 def main():
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("--max_train_examples", type=int, default=3000)
@@ -82,7 +70,8 @@ def main():
             "end_positions": ends}
   arrays = {k: np.asarray(v, np.int32) for k, v in arrays.items()}
   steps = math.ceil(len(starts) / args.batch_size)
-  order = batch_order(len(starts), args.batch_size, steps, args.seed)
+  batches = ref.batch_indices(len(starts), args.batch_size, args.seed)
+  order = np.concatenate([next(batches) for _ in range(steps)])
 
   source = convert.read_source(ref.minilm_dir())
   encoder_config = source.config.model
