@@ -114,6 +114,7 @@ OPTIMIZERS = ("adamw", "lamb")
 OBJECTIVES = ("electra", "mlm")
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+NONFINITE_POLICIES = ("stop", "skip")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,6 +154,12 @@ class PretrainConfig:
   clip_norm: float = 1.0
   # Running.
   seed: int = 0
+  # Data order, masking, sampling and dropout as a function of (seed, step) only, and the
+  # input position restored on resume: a killed and resumed run ends as an uninterrupted one.
+  deterministic: bool = False
+  # A non-finite loss or gradient never reaches the weights; "stop" then ends the run
+  # (exit 1, last good checkpoint kept), "skip" drops that step's update and goes on.
+  on_nonfinite: str = "stop"
   precision: str = "float32"
   steps_per_execution: int = 100
   checkpoint_steps: int = 1000
@@ -177,7 +184,7 @@ class PretrainConfig:
               "steps_per_execution", "checkpoint_steps", "keep_checkpoints", "log_steps",
               "max_predictions_per_seq", "temperature")
     for name, allowed in (("optimizer", OPTIMIZERS), ("objective", OBJECTIVES),
-                          ("precision", PRECISIONS)):
+                          ("precision", PRECISIONS), ("on_nonfinite", NONFINITE_POLICIES)):
       if getattr(self, name) not in allowed:
         raise ConfigError(f"{name} must be one of {list(allowed)}, got {getattr(self, name)!r}")
     if not 0.0 < self.mask_prob < 1.0:

@@ -6,6 +6,8 @@ import tensorflow as tf
 import tf_keras
 from official.nlp.modeling import layers as nlp_layers
 
+from electra_tf.model.dropout import SeededDropout
+
 
 def truncated_normal(stddev: float) -> tf_keras.initializers.Initializer:
   return tf_keras.initializers.TruncatedNormal(stddev=stddev)
@@ -53,7 +55,7 @@ class ElectraEmbeddings(tf_keras.layers.Layer):
     # float32 LayerNorm keeps mixed-precision statistics stable (Model Garden does the same).
     self.layer_norm = tf_keras.layers.LayerNormalization(
         epsilon=layer_norm_eps, dtype=tf.float32, name="layer_norm")
-    self.dropout = tf_keras.layers.Dropout(dropout_rate, name="dropout")
+    self.dropout = SeededDropout(dropout_rate, name="dropout")
 
   def build(self, input_shape):
     # A fresh initializer per table: one unseeded instance would repeat its values.
@@ -89,13 +91,39 @@ class ElectraEmbeddings(tf_keras.layers.Layer):
     return config
 
 
+class _SeededAttention(tf_keras.layers.MultiHeadAttention):
+  """Keras MultiHeadAttention whose attention-probability dropout is a SeededDropout."""
+
+  def _build_attention(self, rank):
+    super()._build_attention(rank)
+    self._dropout_layer = SeededDropout(self._dropout, dtype=self._dtype_policy,
+                                        name="probs_dropout")
+
+
+class ElectraTransformerBlock(nlp_layers.TransformerEncoderBlock):
+  """Model Garden's block with every dropout a SeededDropout (same variables and names)."""
+
+  def build(self, input_shape):
+    super().build(input_shape)
+    # The attention layer has no variables before its first call: swap it for the same
+    # configuration with seeded probability dropout.
+    config = self._attention_layer.get_config()
+    for unbuilt in ("query_shape", "key_shape", "value_shape"):
+      config.pop(unbuilt, None)
+    self._attention_layer = _SeededAttention(**config)
+    self._attention_dropout = SeededDropout(self._attention_dropout_rate,
+                                            name="attention_dropout")
+    self._inner_dropout_layer = SeededDropout(self._inner_dropout, name="inner_dropout")
+    self._output_dropout = SeededDropout(self._output_dropout_rate, name="output_dropout")
+
+
 def transformer_block(hidden_size: int, num_heads: int, intermediate_size: int,
                       dropout_rate: float, attention_dropout_rate: float,
                       initializer_range: float, layer_norm_eps: float,
                       name: str) -> tf_keras.layers.Layer:
   """A post-LayerNorm BERT block (attention -> add & norm -> FFN -> add & norm)."""
   del hidden_size  # taken from the input by the block
-  return nlp_layers.TransformerEncoderBlock(
+  return ElectraTransformerBlock(
       num_attention_heads=num_heads,
       inner_dim=intermediate_size,
       inner_activation=exact_gelu,

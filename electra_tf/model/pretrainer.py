@@ -7,7 +7,7 @@ import tf_keras
 
 from electra_tf import features as F
 from electra_tf.config import PretrainConfig
-from electra_tf.model import rtd
+from electra_tf.model import dropout, rtd
 from electra_tf.model.networks import build_networks
 from electra_tf.model.replicas import global_sum as _global_sum
 from electra_tf.model.replicas import scale_loss, summed_gradients
@@ -45,6 +45,8 @@ class ElectraPretrainer(tf_keras.Model):
     self.gen_loss_tracker = mean("gen_loss")
     self.gen_accuracy = mean("gen_accuracy")
     self.grad_norm = mean("grad_norm")
+    # Steps whose update was dropped for a non-finite loss or gradient (see train_step).
+    self.nonfinite_steps = tf_keras.metrics.Sum(name="nonfinite_steps")
     if discriminator is not None:
       self.disc_loss_tracker = mean("disc_loss")
       self.sampled_accuracy = mean("sampled_accuracy")
@@ -58,7 +60,16 @@ class ElectraPretrainer(tf_keras.Model):
     return self.forward(features, step=tf.constant(0, tf.int64), training=training)
 
   def forward(self, features, step, training=None) -> dict[str, tf.Tensor]:
-    """Generator on the masked input, then (ELECTRA) sampling, corruption and discriminator."""
+    """Generator on the masked input, then (ELECTRA) sampling, corruption and discriminator.
+
+    Dropout masks and generator samples depend only on (config.seed, step, example or
+    layer, replica), so a run resumed from a checkpoint draws what the uninterrupted run
+    would have drawn.
+    """
+    with dropout.step_seed(self.config.seed, step):
+      return self._forward(features, step, training)
+
+  def _forward(self, features, step, training=None) -> dict[str, tf.Tensor]:
     gen_inputs = {F.INPUT_IDS: features[F.MASKED_INPUT_IDS], F.INPUT_MASK: features[F.INPUT_MASK],
                   F.SEGMENT_IDS: features[F.SEGMENT_IDS],
                   F.MASKED_LM_POSITIONS: features[F.MASKED_LM_POSITIONS]}
@@ -115,10 +126,45 @@ class ElectraPretrainer(tf_keras.Model):
   def train_step(self, features):
     outputs, losses, grads = self.compute_gradients(features, self.optimizer.iterations)
     grads, norm = tf.clip_by_global_norm(grads, self.config.clip_norm)
-    self.optimizer.apply_gradients(zip(grads, self.trainable_variables),
-                                   experimental_aggregate_gradients=False)
-    self._update_metrics(outputs, features, {k: _global_sum(v) for k, v in losses.items()}, norm)
+    summed = {k: _global_sum(v) for k, v in losses.items()}
+    finite = self._apply_if_finite(grads, summed["loss"], norm)
+    self.nonfinite_steps.update_state(1.0 - tf.cast(finite, tf.float32))
+    self._update_metrics(outputs, features, summed, norm)
     return {m.name: m.result() for m in self.metrics}
+
+  def _apply_if_finite(self, grads, loss: tf.Tensor, grad_norm: tf.Tensor) -> tf.Tensor:
+    """Applies the update unless the loss or the gradient norm is non-finite; True if applied.
+
+    A skipped step still advances optimizer.iterations (the schedule and the step seeds),
+    as dynamic loss scaling does. Under float16 the LossScaleOptimizer already skips
+    steps whose (scaled) gradients overflow, so only a non-finite loss counts here.
+    """
+    if isinstance(self.optimizer, tf_keras.mixed_precision.LossScaleOptimizer):
+      self.optimizer.apply_gradients(zip(grads, self.trainable_variables),
+                                     experimental_aggregate_gradients=False)
+      return tf.math.is_finite(loss)
+    finite = tf.logical_and(tf.math.is_finite(loss), tf.math.is_finite(grad_norm))
+
+    def apply_or_skip(strategy, grads, finite):
+      # Decided once in cross-replica context (the gradients are already summed, so every
+      # replica agrees), then applied back in replica context, as LossScaleOptimizer does.
+      finite = strategy.experimental_local_results(finite)[0]
+
+      def apply():
+        strategy.extended.call_for_each_replica(
+            lambda g: self.optimizer.apply_gradients(
+                zip(g, self.trainable_variables), experimental_aggregate_gradients=False),
+            args=(grads,))
+        return tf.constant(True)
+
+      def skip():
+        self.optimizer.iterations.assign_add(1, read_value=False)
+        return tf.constant(False)
+
+      return tf.__internal__.smart_cond.smart_cond(finite, apply, skip)
+
+    tf.distribute.get_replica_context().merge_call(apply_or_skip, args=(list(grads), finite))
+    return finite
 
   def test_step(self, features):
     outputs = self.forward(features, self.optimizer.iterations, training=False)

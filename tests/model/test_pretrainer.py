@@ -130,5 +130,5 @@ def test_mlm_objective_trains_the_bert_baseline(micro_config, micro_batch):
   assert model.discriminator is None
   # The baseline's generator has the discriminator's size (not generator_fraction of it).
   assert model.generator.config == config.model
-  assert set(history) == {"loss", "gen_loss", "gen_accuracy", "grad_norm"}
+  assert set(history) == {"loss", "gen_loss", "gen_accuracy", "grad_norm", "nonfinite_steps"}
   np.testing.assert_allclose(history["loss"][0], history["gen_loss"][0], rtol=1e-6)
