@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 from absl import app, flags, logging
 
@@ -55,7 +56,15 @@ flags.DEFINE_float("generator_fraction", None, "Generator width as a fraction of
 flags.DEFINE_float("mask_prob", None, "Fraction of tokens masked.")
 flags.DEFINE_float("disc_weight", None, "Weight of the discriminator loss (50).")
 flags.DEFINE_float("temperature", None, "Generator sampling temperature.")
-flags.DEFINE_integer("seed", None, "Random seed for data order, masking and sampling.")
+flags.DEFINE_integer("seed", None, "Random seed for data order, masking, sampling and dropout.")
+flags.DEFINE_bool("deterministic", None,
+                  "Data order, masking, sampling and dropout depend only on (seed, step) and "
+                  "the input position is restored on resume: a run killed at any point and "
+                  "restarted ends with the weights of an uninterrupted one. Turns on TF op "
+                  "determinism; reads run in order.")
+flags.DEFINE_enum("on_nonfinite", None, list(config_lib.NONFINITE_POLICIES),
+                  "A non-finite loss or gradient is never applied; stop: end the run (exit 1, "
+                  "last good checkpoint kept); skip: drop that step's update and continue.")
 flags.DEFINE_integer("checkpoint_steps", None, "Save a checkpoint every N steps.")
 flags.DEFINE_integer("keep_checkpoints", None, "Checkpoints kept.")
 flags.DEFINE_integer("log_steps", None, "Print and log to TensorBoard every N steps.")
@@ -71,7 +80,8 @@ flags.DEFINE_string("config_overrides", None,
 # Flags that map one-to-one onto PretrainConfig fields.
 _CONFIG_FLAGS = ("num_train_steps", "batch_size", "max_seq_length", "learning_rate",
                  "warmup_steps", "optimizer", "precision", "objective", "generator_fraction",
-                 "mask_prob", "disc_weight", "temperature", "seed", "checkpoint_steps",
+                 "mask_prob", "disc_weight", "temperature", "seed", "deterministic",
+                 "on_nonfinite", "checkpoint_steps",
                  "keep_checkpoints", "log_steps", "steps_per_execution")
 
 
@@ -167,8 +177,11 @@ def main(argv):
     # Fail on settings before spending minutes building data.
     pretraining.preflight(config, model_dir, strategy, vocab)
     data = resolve_data(config, model_dir, FLAGS.strategy == "multi_worker_mirrored", vocab)
-    pretraining.run_pretraining(config, data, model_dir, strategy,
-                                jit_compile=FLAGS.jit_compile, init_source=source)
+    try:
+      pretraining.run_pretraining(config, data, model_dir, strategy,
+                                  jit_compile=FLAGS.jit_compile, init_source=source)
+    except pretraining.Preempted as exc:
+      sys.exit(exc.exit_code)  # the checkpoint is saved and the line printed
 
 
 if __name__ == "__main__":

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
 
 import tensorflow as tf
 import tf_keras
+
+from electra_tf.errors import RuntimeFailure
 
 
 def _format_duration(seconds: float) -> str:
@@ -89,6 +96,8 @@ class ProgressLogger(tf_keras.callbacks.Callback):
       eta = None
     names = [n for n in _ORDER if n in values] + sorted(
         n for n in values if n not in _ORDER and n not in ("learning_rate", "tokens_per_s"))
+    # Skipped steps are worth a column only when there were some.
+    names = [n for n in names if n != "nonfinite_steps" or values[n]]
     parts = [f"step {step}/{self.total_steps}"] + [f"{n} {values[n]:.4f}" for n in names]
     parts.append(f"lr {values['learning_rate']:.2e}")
     if "tokens_per_s" in values:
@@ -99,10 +108,14 @@ class ProgressLogger(tf_keras.callbacks.Callback):
       parts.append(f"ETA {_format_duration(eta)}")
     print(" | ".join(parts), file=self.stream, flush=True)
     if self.writer is not None:
-      with self.writer.as_default(step=step):
-        for name, value in values.items():
-          tf.summary.scalar(name, value)
-      self.writer.flush()
+      try:
+        with self.writer.as_default(step=step):
+          for name, value in values.items():
+            tf.summary.scalar(name, value)
+        self.writer.flush()
+      except (tf.errors.OpError, OSError) as exc:  # e.g. a full disk: training matters more
+        print(f"warning: TensorBoard summaries stopped ({_first_line(exc)})", file=self.stream)
+        self.writer = None
     self.history.append({"step": step, **values})
     self._last_logged = step
     self._window_start = (step, now)
@@ -110,8 +123,21 @@ class ProgressLogger(tf_keras.callbacks.Callback):
       metric.reset_state()
 
 
+def _first_line(exc: BaseException) -> str:
+  text = (getattr(exc, "message", None) or str(exc)).strip()
+  return text.splitlines()[0] if text else type(exc).__name__
+
+
+# Fault injection for the preemption tests (tests/training/test_fault_tolerance.py and
+# bench/soak.py): "STEP:SECONDS" SIGKILLs this process SECONDS after the save of STEP began.
+KILL_DURING_SAVE_ENV = "ELECTRA_TF_KILL_DURING_SAVE"
+
+
 class CheckpointSaver(tf_keras.callbacks.Callback):
   """Saves through a tf.train.CheckpointManager every `every` steps and at the end.
+
+  A save that fails (disk full, directory gone) removes what it wrote and raises a
+  RuntimeFailure naming the checkpoint that is still intact.
 
   Args:
     manager: the CheckpointManager (its checkpoint tracks model and optimizer).
@@ -127,7 +153,26 @@ class CheckpointSaver(tf_keras.callbacks.Callback):
     self._last_saved = None
 
   def _save(self, step: int):
-    self.manager.save(checkpoint_number=step)
+    timer = _kill_timer(step)
+    try:
+      self.manager.save(checkpoint_number=step)
+    except (tf.errors.OpError, OSError) as exc:
+      prefix = os.path.join(self.manager.directory, f"ckpt-{step}")
+      for path in tf.io.gfile.glob(prefix + ".*") + tf.io.gfile.glob(prefix + "_temp*"):
+        with contextlib.suppress(tf.errors.OpError, OSError):
+          if tf.io.gfile.isdir(path):
+            tf.io.gfile.rmtree(path)
+          else:
+            tf.io.gfile.remove(path)
+      kept = self.manager.latest_checkpoint
+      raise RuntimeFailure(
+          f"could not write checkpoint {prefix} ({_first_line(exc)}); "
+          + (f"{kept} is intact" if kept else "no earlier checkpoint exists")
+          + "; free space or fix the directory, then rerun the same command to resume"
+      ) from None
+    finally:
+      if timer is not None:
+        timer.cancel()
     self._last_saved = step
     if self.on_save is not None:
       self.on_save(step)
@@ -144,3 +189,89 @@ class CheckpointSaver(tf_keras.callbacks.Callback):
     step = int(self.model.optimizer.iterations.numpy())
     if step != self._last_saved:
       self._save(step)
+
+
+def _kill_timer(step: int) -> threading.Timer | None:
+  spec = os.environ.get(KILL_DURING_SAVE_ENV)
+  if not spec:
+    return None
+  at, delay = spec.split(":")
+  if int(at) != step:
+    return None
+  timer = threading.Timer(float(delay), os.kill, args=(os.getpid(), signal.SIGKILL))
+  timer.daemon = True
+  timer.start()
+  return timer
+
+
+class NonFiniteGuard(tf_keras.callbacks.Callback):
+  """Stops the run when a step had a non-finite loss or gradient (policy "stop").
+
+  The train step has already dropped that step's update (ElectraPretrainer.train_step);
+  raising here, before the checkpoint callback runs, keeps the last good checkpoint the
+  newest. With policy "skip" it only reports skipped steps.
+  """
+
+  def __init__(self, policy: str, manager: tf.train.CheckpointManager, stream=None):
+    super().__init__()
+    self.policy = policy
+    self.manager = manager
+    self.stream = stream or sys.stdout
+    self._reported = 0.0
+    self._since = 0
+
+  def on_train_begin(self, logs=None):
+    self._since = int(self.model.optimizer.iterations.numpy())
+
+  def on_train_batch_end(self, batch, logs=None):
+    step = int(self.model.optimizer.iterations.numpy())
+    skipped = float((logs or {}).get("nonfinite_steps", 0.0))
+    if skipped and self.policy == "stop":
+      kept = self.manager.latest_checkpoint or "none was saved yet"
+      raise RuntimeFailure(
+          f"training diverged: a non-finite loss or gradient in steps {self._since + 1}.."
+          f"{step} (its update was not applied); stopped with the last checkpoint kept "
+          f"({kept}); lower --learning_rate, check the data, or pass --on_nonfinite=skip")
+    if skipped != self._reported:  # more skips, or a new logging window (reset to 0)
+      if skipped > self._reported:
+        print(f"warning: skipped the update of {skipped:.0f} step(s) with a non-finite loss or "
+              f"gradient so far in this logging window (step {step})", file=self.stream)
+      self._reported = skipped
+    self._since = step
+
+
+class PreemptionSaver(tf_keras.callbacks.Callback):
+  """On SIGTERM or SIGINT, ends training after the current step so the checkpoint saves.
+
+  The signal only sets a flag; at the next batch end training stops, and the
+  CheckpointSaver's end-of-training save writes the step reached. A second signal acts
+  as it would without this callback (the default handler).
+  """
+
+  def __init__(self):
+    super().__init__()
+    self.signal_name: str | None = None
+
+  @contextlib.contextmanager
+  def catching_signals(self) -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+      yield  # signal handlers can only be installed from the main thread
+      return
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+    def handle(signum, frame):
+      self.signal_name = signal.Signals(signum).name
+      for sig, handler in previous.items():
+        signal.signal(sig, handler)
+
+    for sig in previous:
+      signal.signal(sig, handle)
+    try:
+      yield
+    finally:
+      for sig, handler in previous.items():
+        signal.signal(sig, handler)
+
+  def on_train_batch_end(self, batch, logs=None):
+    if self.signal_name:
+      self.model.stop_training = True

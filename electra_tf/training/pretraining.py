@@ -5,16 +5,27 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import signal
 import sys
 
 import tensorflow as tf
+import tf_keras
 
 from electra_tf.config import PretrainConfig
 from electra_tf.data import pipeline
 from electra_tf.errors import UserError
 from electra_tf.model.pretrainer import ElectraPretrainer
-from electra_tf.training import artifacts, callbacks
+from electra_tf.training import artifacts, callbacks, checkpoints
 from electra_tf.training.optimizer import WarmupLinearDecay, create_optimizer
+
+
+class Preempted(Exception):
+  """The run stopped on SIGTERM/SIGINT after saving; the entry point exits 128 + signal."""
+
+  def __init__(self, signal_name: str):
+    super().__init__(signal_name)
+    self.signal_name = signal_name
+    self.exit_code = 128 + int(getattr(signal, signal_name))
 
 
 @dataclasses.dataclass
@@ -62,15 +73,24 @@ def build_model(config: PretrainConfig, strategy, jit_compile: bool = False):
   return model
 
 
-def make_dataset(config: PretrainConfig, data: TrainData, strategy, repeat: bool = True):
-  """Per-replica masked batches, each input pipeline reading its own share of the files."""
+def make_dataset(config: PretrainConfig, data: TrainData, strategy, repeat: bool = True,
+                 start_step: int = 0):
+  """Per-replica masked batches, each input pipeline reading its own share of the files.
+
+  Deterministic runs continue the stream exactly where `start_step` left it. Other runs
+  read in parallel without an order guarantee; a resume reshuffles with a seed moved by
+  `start_step`, so it does not replay the examples the run began with.
+  """
+  deterministic = config.deterministic
   return pipeline.distributed_dataset(
       strategy, data.files, global_batch_size=config.batch_size,
       max_seq_length=config.max_seq_length,
       max_predictions_per_seq=config.max_predictions_per_seq, mask_prob=config.mask_prob,
       vocab=data.vocab, mask_token_rate=config.mask_token_rate,
-      random_token_rate=config.random_token_rate, shuffle=True, seed=config.seed,
-      repeat=repeat, deterministic=False)
+      random_token_rate=config.random_token_rate, shuffle=True,
+      seed=config.seed if deterministic else config.seed + 1_000_003 * start_step,
+      repeat=repeat, deterministic=deterministic,
+      start_step=start_step if deterministic else 0)
 
 
 def preflight(config: PretrainConfig, model_dir: str, strategy, vocab) -> list[str]:
@@ -87,7 +107,7 @@ def preflight(config: PretrainConfig, model_dir: str, strategy, vocab) -> list[s
   if vocab.size != config.model.vocab_size:
     raise UserError(f"the vocab has {vocab.size} tokens but the model expects "
                     f"{config.model.vocab_size}; set model.vocab_size or use the matching vocab")
-  latest = tf.train.latest_checkpoint(os.path.join(model_dir, artifacts.CHECKPOINT_SUBDIR))
+  latest = checkpoints.newest(os.path.join(model_dir, artifacts.CHECKPOINT_SUBDIR))
   notes = artifacts.save_or_check_run_config(model_dir, config, {"vocab_md5": vocab.md5},
                                              write=False, enforce=bool(latest))
   if config.warmup_steps > config.num_train_steps:
@@ -110,8 +130,11 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
     raise UserError("--jit_compile cannot compile across logical CPU devices; "
                     "use one device (--cpu_devices=0) or drop --jit_compile")
   is_chief, task_id = _worker_role(strategy)
-  tf.random.set_seed(config.seed)
-  latest = tf.train.latest_checkpoint(os.path.join(model_dir, artifacts.CHECKPOINT_SUBDIR))
+  # Seeds Python, NumPy, TF and Keras' initializers: the initial weights follow the seed.
+  tf_keras.utils.set_random_seed(config.seed)
+  if config.deterministic:
+    tf.config.experimental.enable_op_determinism()
+  latest = checkpoints.newest(os.path.join(model_dir, artifacts.CHECKPOINT_SUBDIR))
   data_info = {"vocab_md5": data.vocab.md5, "vocab_size": data.vocab.size,
                "examples": data.examples, "tokens": data.tokens}
   # Only a checkpoint makes the saved settings binding; a run that failed before its
@@ -127,9 +150,14 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
   if not is_chief:  # every worker saves (the save is collective); only the chief's is kept
     ckpt_dir = os.path.join(model_dir, ".worker_tmp", f"worker_{task_id}")
   manager = tf.train.CheckpointManager(checkpoint, ckpt_dir, max_to_keep=config.keep_checkpoints)
-  if latest:
-    checkpoint.restore(latest).expect_partial()
-    print(f"resumed from {latest} at step {int(model.optimizer.iterations.numpy())}", file=stream)
+  run_ckpt_dir = os.path.join(model_dir, artifacts.CHECKPOINT_SUBDIR)
+  if is_chief:
+    for path in checkpoints.remove_partial_saves(run_ckpt_dir):
+      print(f"removed {path}, left by an interrupted save", file=stream)
+  restored = checkpoints.restore_newest_valid(checkpoint, run_ckpt_dir, stream)
+  if restored:
+    print(f"resumed from {restored} at step {int(model.optimizer.iterations.numpy())}",
+          file=stream)
   elif init_source is not None:
     from electra_tf.export import convert  # noqa: PLC0415  (only when used)
 
@@ -153,13 +181,17 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
       examples_per_epoch=data.examples, batch_size=config.batch_size,
       stream=stream if is_chief else open(os.devnull, "w"))
   saver = callbacks.CheckpointSaver(manager, config.checkpoint_steps, on_save=cleanup)
-  dataset = make_dataset(config, data, strategy)
+  guard = callbacks.NonFiniteGuard(config.on_nonfinite, manager, stream=stream)
+  preemption = callbacks.PreemptionSaver()
+  dataset = make_dataset(config, data, strategy, start_step=start)
   print(f"training steps {start}..{config.num_train_steps} on {strategy.num_replicas_in_sync} "
-        f"replica(s), global batch {config.batch_size} x {config.max_seq_length} tokens",
-        file=stream, flush=True)
+        f"replica(s), global batch {config.batch_size} x {config.max_seq_length} tokens"
+        + (", deterministic" if config.deterministic else ""), file=stream, flush=True)
   try:
-    model.fit(dataset, epochs=1, steps_per_epoch=remaining, verbose=0,
-              callbacks=[progress, saver])
+    with preemption.catching_signals():
+      # The guard runs first: a diverged step must stop the run before anything saves it.
+      model.fit(dataset, epochs=1, steps_per_epoch=remaining, verbose=0,
+                callbacks=[guard, progress, preemption, saver])
   except tf.errors.DataLossError as exc:
     raise pipeline.explain_data_error(exc) from exc
   except tf.errors.InvalidArgumentError as exc:
@@ -167,6 +199,11 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
     if explained is None:
       raise  # not the data's fault: keep the traceback
     raise explained from exc
+  if preemption.signal_name:
+    step = int(model.optimizer.iterations.numpy())
+    print(f"stopped by {preemption.signal_name} at step {step} with its checkpoint saved in "
+          f"{ckpt_dir}; rerun the same command to resume", file=stream, flush=True)
+    raise Preempted(preemption.signal_name)
   # The MLM baseline has no discriminator: its encoder is what fine-tuning starts from.
   encoder_model = model.discriminator or model.generator
   out = os.path.join(model_dir, artifacts.DISCRIMINATOR_SUBDIR)
