@@ -91,6 +91,19 @@ def resolve_config(num_layers: int):
   return configs.finetune.get(FLAGS.task, num_layers).replace(**changes)
 
 
+def check_early():
+  """Refuses bad settings and unwritable outputs in a second, before TensorFlow loads."""
+  from electra_tf.errors import UserError  # noqa: PLC0415
+
+  for name in ("max_train_examples", "max_eval_examples"):
+    if FLAGS[name].value is not None and FLAGS[name].value < 1:
+      raise UserError(f"--{name} must be 1 or more, got {FLAGS[name].value}")
+  resolve_config(num_layers=12)  # the values of the flags; the depth only moves defaults
+  for name in ("output_dir", "export_dir", "cache_dir"):
+    if FLAGS[name].value:
+      cli.check_output_dir(FLAGS[name].value, f"--{name}")
+
+
 def main(argv):
   del argv
   logging.set_verbosity(logging.WARNING)
@@ -101,6 +114,7 @@ def main(argv):
       raise UserError("--task is required; one of " + ", ".join(config_lib.FINETUNE_TASKS))
     if not FLAGS.output_dir:
       raise UserError("--output_dir is required (checkpoints, predictions and results go there)")
+    check_early()
     from electra_tf.tasks import runner  # noqa: PLC0415
 
     runner.run_from_flags(FLAGS, resolve_config)

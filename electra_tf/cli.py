@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
+import tempfile
 from collections.abc import Iterator
 
 from electra_tf.errors import RuntimeFailure, UserError
+
+
+def _one_line(text: str) -> str:
+  return " ".join(str(text).split())
 
 
 @contextlib.contextmanager
@@ -15,22 +21,54 @@ def one_line_errors() -> Iterator[None]:
   try:
     yield
   except (UserError, RuntimeFailure) as exc:
-    print(f"error: {exc}", file=sys.stderr)
+    print(f"error: {_one_line(exc)}", file=sys.stderr)
     sys.exit(exc.exit_code)
   except OSError as exc:
     print(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
     sys.exit(1)
 
 
+def check_output_dir(path: str, flag: str) -> None:
+  """Refuses, before any work, an output directory that cannot be created; creates nothing.
+
+  Checks that `path` is not a file, that no parent of it is a file, and that its nearest
+  existing directory accepts a new entry (a temporary directory, removed at once). This
+  also catches what permission bits do not stop as root, such as paths under /proc.
+
+  Raises:
+    UserError: naming `flag`, the path and why it cannot be written.
+  """
+  path = os.path.abspath(os.path.expanduser(path))
+  if os.path.exists(path) and not os.path.isdir(path):
+    raise UserError(f"{flag} {path} is a file; give a directory")
+  existing = path
+  while not os.path.exists(existing):
+    existing = os.path.dirname(existing)
+  if not os.path.isdir(existing):
+    raise UserError(f"{flag} {path} cannot be created: {existing} is a file, not a "
+                    "directory; choose another path")
+  try:
+    os.rmdir(tempfile.mkdtemp(prefix=".write-check-", dir=existing))
+  except OSError as exc:
+    raise UserError(f"{flag} {path} cannot be created: nothing can be written in {existing} "
+                    f"({exc.strerror}); choose another path") from None
+
+
 def flags_parser(flag_values):
-  """An absl `flags_parser` that reports bad flags in one line with exit code 2."""
+  """An absl `flags_parser` that reports bad flags, and arguments that are not flags, in one
+  line with exit code 2."""
   from absl import flags
 
   def parse(argv):
     try:
-      return flag_values(argv)
+      rest = flag_values(argv)
     except flags.Error as exc:
-      print(f"error: {exc}", file=sys.stderr)
+      print(f"error: {_one_line(exc)}", file=sys.stderr)
       sys.exit(2)
+    if len(rest) > 1:
+      print(f"error: unexpected arguments {rest[1:]}; every setting is a --flag=value",
+            file=sys.stderr)
+      sys.exit(2)
+    return rest
 
   return parse

@@ -14,9 +14,10 @@ config and the built networks (see electra_tf.export.convert).
 from __future__ import annotations
 
 import os
-import sys
 
 from absl import app, flags, logging
+
+from electra_tf import cli  # stdlib only: --help stays fast
 
 _API = ("load", "load_source", "save", "restore_into", "export_hf", "read_source", "Loaded",
         "RestoreReport")
@@ -58,6 +59,9 @@ def run(direction_from: str | None, direction_to: str | None, input_path: str | 
     raise UserError("give exactly one of --from=tf1|hf|electra_tf (import) or --to=hf (export)")
   if not input_path or not output:
     raise UserError("--input and --output are required")
+  if num_heads is not None and num_heads < 1:
+    raise UserError(f"--num_heads must be positive, got {num_heads}")
+  cli.check_output_dir(output, "--output")  # before minutes of reading a checkpoint
   from electra_tf.export import convert
 
   source = convert.read_source(input_path, num_heads=num_heads, generator_path=generator_input)
@@ -76,20 +80,13 @@ def run(direction_from: str | None, direction_to: str | None, input_path: str | 
 
 
 def main(argv):
-  if len(argv) > 1:
-    print(f"error: unexpected arguments {argv[1:]}", file=sys.stderr)
-    sys.exit(2)
+  del argv  # cli.flags_parser refuses arguments that are not flags
   logging.set_verbosity(logging.WARNING)  # TF's checkpoint INFO lines are noise here
-  from electra_tf.errors import UserError
-
-  try:
+  with cli.one_line_errors():
     print(run(FLAGS["from"].value, FLAGS.to, FLAGS.input, FLAGS.output, FLAGS.generator_input,
               FLAGS.num_heads, FLAGS.overwrite))
-  except UserError as exc:
-    print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
-    sys.exit(exc.exit_code)
 
 
 if __name__ == "__main__":
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # our error line should be all of stderr
-  app.run(main)
+  app.run(main, flags_parser=cli.flags_parser(FLAGS))

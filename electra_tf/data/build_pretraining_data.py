@@ -14,6 +14,7 @@ import sys
 
 from absl import app, flags
 
+from electra_tf import cli  # stdlib only: --help stays fast
 from electra_tf.data import io_utils
 
 FLAGS = flags.FLAGS
@@ -47,6 +48,7 @@ def _define_flags() -> None:
 def _build() -> None:
   from electra_tf.data import builtin, pretraining_data, vocab
 
+  cli.check_output_dir(FLAGS.output_dir, "--output_dir")
   input_files = FLAGS.input_files
   if input_files == builtin.BUILTIN_NAME:
     input_files = builtin.builtin_corpus(FLAGS.cache_dir or builtin.default_cache_dir())
@@ -63,14 +65,13 @@ def _build() -> None:
 
 
 def _main(argv: list[str]) -> None:
-  if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments {argv[1:]}")
+  del argv  # cli.flags_parser refuses arguments that are not flags
   io_utils.run_cli(_build)
 
 
 def main() -> None:
   _define_flags()
-  app.run(_main)
+  app.run(_main, flags_parser=cli.flags_parser(FLAGS))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from electra_tf.errors import UserError
 MAX_LINE_BYTES = 1 << 16
 _BLOCK_BYTES = 1 << 20
 _BLANK_LINE = re.compile(rb"\n[ \t\r\f\v]*\n")
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
 def expand_patterns(patterns: str | Sequence[str], what: str = "--input_files") -> list[str]:
@@ -44,6 +45,9 @@ def expand_patterns(patterns: str | Sequence[str], what: str = "--input_files") 
 
 def decode_line(raw: bytes, path: str, offset: int) -> str:
   """Decodes one line of a text file, naming the file and byte offset on bad input."""
+  if offset == 0 and raw.startswith(_UTF16_BOMS):
+    raise UserError(f"{path} is UTF-16 (it starts with a UTF-16 byte-order mark); re-encode "
+                    "it as UTF-8, e.g. with iconv -f UTF-16 -t UTF-8")
   if b"\0" in raw:
     at = offset + raw.index(b"\0")
     raise UserError(f"{path}: NUL byte at byte {at}; this looks like a binary file, "
@@ -122,12 +126,13 @@ def document_cut(path: str, offset: int, search_bytes: int = 4 << 20) -> int:
 
 
 def run_cli(run: Callable[[], None]) -> None:
-  """Runs a CLI body: a UserError becomes one `error: ...` line on stderr and exit code 2."""
+  """Runs a CLI body: a UserError becomes one `error: ...` line on stderr and exit code 2,
+  an OSError (disk full, ...) one line and exit code 1."""
+  from electra_tf import cli
+
   try:
-    run()
-  except UserError as e:
-    print(f"error: {e}", file=sys.stderr)
-    sys.exit(e.exit_code)
+    with cli.one_line_errors():
+      run()
   except KeyboardInterrupt:
     print("error: interrupted; nothing was written", file=sys.stderr)
     sys.exit(130)

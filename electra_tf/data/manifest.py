@@ -11,7 +11,7 @@ from typing import Any
 from electra_tf import features
 from electra_tf.data import io_utils
 from electra_tf.data.vocab import Vocab
-from electra_tf.errors import UserError
+from electra_tf.errors import UserError, check_field_types
 
 FORMAT = "electra_tf.pretraining_data.v1"
 _REBUILD = "python -m electra_tf.data.build_pretraining_data"
@@ -89,16 +89,23 @@ def manifest_path(data_dir_or_pattern: str) -> str:
   return os.path.join(os.path.dirname(data_dir_or_pattern) or ".", features.MANIFEST_NAME)
 
 
-def _from_dict(values: dict[str, Any], data_dir: str, path: str) -> Manifest:
-  if values.pop("format", None) != FORMAT:
+def _from_dict(values: Any, data_dir: str, path: str) -> Manifest:
+  if not isinstance(values, dict) or values.pop("format", None) != FORMAT:
     raise UserError(f"{path} is not a pretraining data manifest ({FORMAT}); "
                     f"rebuild the data with {_REBUILD}")
   try:
-    values["shards"] = tuple(ShardInfo(**s) for s in values["shards"])
-    values["inputs"] = tuple(InputInfo(**i) for i in values["inputs"])
+    check_field_types(Manifest, values, path)
+    for key, cls in (("shards", ShardInfo), ("inputs", InputInfo)):
+      if not isinstance(values[key], list):
+        raise UserError(f"{path}: {key} must be a list, got {values[key]!r}")
+      for item in values[key]:
+        check_field_types(cls, item, f"{path} {key}")
+      values[key] = tuple(cls(**item) for item in values[key])
     return Manifest(data_dir=data_dir, **values)
   except (KeyError, TypeError) as e:
     raise UserError(f"{path} is damaged ({e}); rebuild the data with {_REBUILD}") from None
+  except UserError as e:
+    raise UserError(f"{e}; the manifest is damaged, rebuild the data with {_REBUILD}") from None
 
 
 def read_manifest(data_dir_or_pattern: str, required: bool = True) -> Manifest | None:

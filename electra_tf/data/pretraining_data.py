@@ -179,6 +179,11 @@ def build_pretraining_data(input_files: str | list[str], vocab: Vocab | str, out
   if max_seq_length < 8:
     raise UserError(f"--max_seq_length={max_seq_length} is too small; use 8 or more "
                     "(128 is the usual choice)")
+  if num_workers is not None and num_workers < 0:
+    raise UserError(f"--num_workers={num_workers} is negative; give a count, or 0 for one "
+                    "per core")
+  if min_shards < 1:
+    raise UserError(f"--min_shards={min_shards} must be 1 or more")
   pattern = input_files if isinstance(input_files, str) else ",".join(input_files)
   files = io_utils.expand_patterns(input_files)
   _check_inputs(files, pattern)

@@ -31,6 +31,7 @@ def main(argv):
       raise UserError("--checkpoint and --export_dir are required")
     if not os.path.exists(FLAGS.checkpoint):
       raise UserError(f"--checkpoint {FLAGS.checkpoint} does not exist")
+    cli.check_output_dir(FLAGS.export_dir, "--export_dir")
     from electra_tf.export import saved_model
 
     path = saved_model.export(FLAGS.checkpoint, FLAGS.task, FLAGS.export_dir)

@@ -9,7 +9,7 @@ import re
 import numpy as np
 
 from electra_tf.config import ConfigError, EncoderConfig
-from electra_tf.errors import UserError
+from electra_tf.errors import UserError, check_field_types
 from electra_tf.export import names
 from electra_tf.export.source import Source, as_float32, find_vocab, pretrain_config
 
@@ -102,20 +102,37 @@ def read_weights(path: str) -> dict[str, np.ndarray]:
   raise UserError(f"{path} has a config.json but no weights ({SAFETENSORS} or {TORCH_BIN})")
 
 
-def encoder_config(config: dict) -> EncoderConfig:
-  """Our EncoderConfig for an HF ElectraConfig / BertConfig dict (BERT: E = H)."""
-  hidden = config["hidden_size"]
-  embedding = hidden if config["model_type"] == "bert" else config.get("embedding_size", 128)
-  return EncoderConfig(
-      vocab_size=config["vocab_size"], hidden_size=hidden,
-      num_layers=config["num_hidden_layers"], num_heads=config["num_attention_heads"],
-      intermediate_size=config["intermediate_size"], embedding_size=embedding,
-      max_position_embeddings=config.get("max_position_embeddings", 512),
-      type_vocab_size=config.get("type_vocab_size", 2),
-      dropout_rate=config.get("hidden_dropout_prob", 0.1),
-      attention_dropout_rate=config.get("attention_probs_dropout_prob", 0.1),
-      initializer_range=config.get("initializer_range", 0.02),
-      layer_norm_eps=config.get("layer_norm_eps", 1e-12))
+# EncoderConfig field -> (HF config key, default or None when required).
+_HF_KEYS = {
+    "vocab_size": ("vocab_size", None), "hidden_size": ("hidden_size", None),
+    "num_layers": ("num_hidden_layers", None), "num_heads": ("num_attention_heads", None),
+    "intermediate_size": ("intermediate_size", None),
+    "embedding_size": ("embedding_size", 128),
+    "max_position_embeddings": ("max_position_embeddings", 512),
+    "type_vocab_size": ("type_vocab_size", 2), "dropout_rate": ("hidden_dropout_prob", 0.1),
+    "attention_dropout_rate": ("attention_probs_dropout_prob", 0.1),
+    "initializer_range": ("initializer_range", 0.02), "layer_norm_eps": ("layer_norm_eps", 1e-12),
+}
+
+
+def encoder_config(config: dict, where: str = CONFIG_NAME) -> EncoderConfig:
+  """Our EncoderConfig for an HF ElectraConfig / BertConfig dict (BERT: E = H).
+
+  Raises:
+    KeyError: a required size is missing.
+    UserError: a value has the wrong type (named by its HF key, in `where`).
+  """
+  if config["model_type"] == "bert":
+    config = {**config, "embedding_size": config["hidden_size"]}
+  values = {field: config[key] if default is None else config.get(key, default)
+            for field, (key, default) in _HF_KEYS.items()}
+  check_field_types(EncoderConfig, values, where,
+                    display={field: key for field, (key, _) in _HF_KEYS.items()})
+  try:
+    return EncoderConfig(**values)
+  except ConfigError as exc:  # name the value as the file does
+    field, rest = str(exc).split(" ", 1)
+    raise ConfigError(f"{_HF_KEYS.get(field, (field,))[0]} {rest}") from None
 
 
 def _check_tied_head(path: str, config: dict, weights: dict, tensors: dict) -> None:
@@ -163,7 +180,7 @@ def read_hf(path: str) -> Source:
                     f"weights are not an {model_type.upper()} encoder")
   _check_tied_head(path, config, weights, tensors)
   try:
-    encoder = encoder_config(config)
+    encoder = encoder_config(config, os.path.join(path, CONFIG_NAME))
   except (ConfigError, KeyError) as exc:
     raise UserError(f"{os.path.join(path, CONFIG_NAME)}: {exc}") from exc
   if is_generator:

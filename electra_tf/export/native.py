@@ -13,11 +13,11 @@ import os
 
 import tensorflow as tf
 
-from electra_tf.config import EncoderConfig, PretrainConfig
-from electra_tf.errors import UserError
+from electra_tf.config import ConfigError, EncoderConfig, PretrainConfig
+from electra_tf.errors import UserError, check_field_types
 from electra_tf.export import names
 from electra_tf.export.source import Source, find_vocab, pretrain_config
-from electra_tf.export.tf1 import OBJECT_GRAPH_KEY
+from electra_tf.export.tf1 import OBJECT_GRAPH_KEY, READ_ERRORS, checkpoint_error
 from electra_tf.model import networks
 from electra_tf.training import artifacts
 
@@ -36,14 +36,20 @@ def _config_from_json(file: str, values: dict) -> tuple[PretrainConfig, bool]:
   """(config, is_discriminator_export) from one of our config.json files."""
   try:
     if "pretrain" in values:
-      return PretrainConfig.from_dict(values["pretrain"]), False
+      pretrain = values["pretrain"]
+      check_field_types(PretrainConfig, pretrain, f"{file} pretrain")
+      for key in ("model", "generator"):
+        if pretrain.get(key) is not None:
+          check_field_types(EncoderConfig, pretrain[key], f"{file} pretrain.{key}")
+      return PretrainConfig.from_dict(pretrain), False
+    check_field_types(EncoderConfig, values["encoder"], f"{file} encoder")
     return pretrain_config(EncoderConfig.from_dict(values["encoder"])), True
-  except (KeyError, TypeError) as exc:
+  except (KeyError, TypeError, ConfigError) as exc:
     raise UserError(f"{file} is not a valid electra_tf config ({exc})") from exc
 
 
 def is_native_config(values: dict) -> bool:
-  return "pretrain" in values or "encoder" in values
+  return isinstance(values, dict) and ("pretrain" in values or "encoder" in values)
 
 
 def locate(path: str) -> tuple[str, str, str] | None:
@@ -82,7 +88,7 @@ def _is_object_based(prefix: str) -> bool:
   """TF2 object-based (ours) rather than name-based (the authors' TF1 Saver)."""
   try:
     return OBJECT_GRAPH_KEY in dict(tf.train.list_variables(prefix))
-  except (tf.errors.OpError, ValueError):
+  except READ_ERRORS:
     return False  # the TF1 reader reports what is wrong with it
 
 
@@ -95,8 +101,8 @@ def _restore(root: tf.train.Checkpoint, prefix: str) -> None:
   except AssertionError as exc:
     raise UserError(f"{prefix} does not hold all weights of its config.json's model: "
                     f"{str(exc).splitlines()[0]}") from exc
-  except (ValueError, tf.errors.OpError) as exc:
-    raise UserError(f"cannot restore {prefix}: {str(exc).splitlines()[0]}") from exc
+  except READ_ERRORS as exc:
+    raise checkpoint_error(prefix, exc) from exc
 
 
 def read_native(path: str, kind: str, prefix: str, config_file: str) -> Source:
@@ -104,8 +110,8 @@ def read_native(path: str, kind: str, prefix: str, config_file: str) -> Source:
   config, is_export = _config_from_json(config_file, _read_json(config_file))
   try:
     keys = [k for k, _ in tf.train.list_variables(prefix) if k != OBJECT_GRAPH_KEY]
-  except (tf.errors.OpError, ValueError) as exc:
-    raise UserError(f"cannot read the checkpoint {prefix}: {exc}") from exc
+  except READ_ERRORS as exc:
+    raise checkpoint_error(prefix, exc) from exc
   if is_export and any(k.startswith("model/head/output_bias/") for k in keys):
     # An MLM-objective run exports its generator (the only encoder it has) for fine-tuning.
     config = config.replace(objective="mlm")

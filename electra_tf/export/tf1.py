@@ -15,7 +15,7 @@ import re
 import tensorflow as tf
 
 from electra_tf.config import ConfigError, EncoderConfig, default_num_heads
-from electra_tf.errors import UserError
+from electra_tf.errors import UserError, tf_error_line
 from electra_tf.export import names
 from electra_tf.export.source import Source, as_float32, find_vocab, pretrain_config
 
@@ -23,13 +23,27 @@ OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 _CONFIG_NAMES = ("config.json", "bert_config.json", "electra_config.json")
 
 
+# What TensorFlow raises on a damaged checkpoint: its ops' errors, and the Python reader's
+# IndexError ("Read less bytes than requested") on a truncated data file.
+READ_ERRORS = (tf.errors.OpError, ValueError, IndexError)
+
+
+def checkpoint_error(prefix: str, exc: BaseException) -> UserError:
+  """One clear line for an error raised while reading the checkpoint at `prefix`."""
+  detail = tf_error_line(exc)
+  message = f"cannot read the checkpoint {prefix}: {detail}"
+  if isinstance(exc, (IndexError, tf.errors.DataLossError)) or re.search(
+      r"sstable|checksum|corrupt|truncat", detail, re.IGNORECASE):
+    message += "; it is truncated or corrupt, copy it again or use another checkpoint"
+  return UserError(message)
+
+
 def open_checkpoint(prefix: str):
   """tf.train.CheckpointReader for `prefix`, or a UserError saying why it is not one."""
   try:
     return tf.train.load_checkpoint(prefix)
-  except (tf.errors.OpError, ValueError) as exc:
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    raise UserError(f"cannot read the checkpoint {prefix}: {first}") from exc
+  except READ_ERRORS as exc:
+    raise checkpoint_error(prefix, exc) from exc
 
 
 def _neighbour_heads(prefix: str, hidden: int) -> int | None:
@@ -43,12 +57,15 @@ def _neighbour_heads(prefix: str, hidden: int) -> int | None:
         config = json.load(f)
     except (OSError, ValueError) as exc:
       raise UserError(f"cannot read {file}: {exc}") from exc
-    if "num_attention_heads" not in config:
+    if not isinstance(config, dict) or "num_attention_heads" not in config:
       continue
+    heads = config["num_attention_heads"]
+    if not isinstance(heads, int) or isinstance(heads, bool):
+      raise UserError(f"{file}: num_attention_heads must be int, got {heads!r}")
     if config.get("hidden_size", hidden) != hidden:
       raise UserError(f"{file} has hidden_size {config['hidden_size']} but the checkpoint has "
                       f"{hidden}; it describes another model (pass --num_heads instead)")
-    return int(config["num_attention_heads"])
+    return heads
   return None
 
 
@@ -122,7 +139,10 @@ def read_tf1(prefix: str, num_heads: int | None = None) -> Source:
     if has_generator:
       generator = _encoder_config(shapes, "generator", vocab, embedding, positions, types, None)
     config = pretrain_config(discriminator, generator)
-  tensors = {name: as_float32(key, reader.get_tensor(key)) for key, name in canonical.items()}
+  try:
+    tensors = {name: as_float32(key, reader.get_tensor(key)) for key, name in canonical.items()}
+  except READ_ERRORS as exc:
+    raise checkpoint_error(prefix, exc) from exc
   source_names = {name: key for key, name in canonical.items()}
   return Source("tf1", prefix, config, has_generator=has_generator,
                 has_discriminator=not mlm_only, tensors=tensors, names=source_names,

@@ -57,6 +57,9 @@ def build_squad_task(flags_, config: FinetuneConfig, tokenizer, stream):
   if report.num_skipped:
     print(f"skipped {report.num_skipped} of {report.num_questions} training questions whose "
           f"answer is not at its offset (e.g. {report.skipped_ids[:3]})", file=stream)
+  if not train:
+    raise UserError(f"{train_file} holds no usable training questions ({report.num_questions} "
+                    f"questions, {report.num_skipped} skipped); check --train_file")
   evals, _ = squad_data.read_squad(predict_file, is_training=False, version_2=config.version_2)
   cache_dir = flags_.cache_dir or os.path.join(flags_.output_dir, "cache")
   return SquadTask(config, tokenizer, _first(train, flags_.max_train_examples),
@@ -84,6 +87,8 @@ def build_classification_task(flags_, config: FinetuneConfig, tokenizer):
                            regression=flags_.regression)
     train = data.read_table(flags_.train_file, spec)
     dev = data.read_table(flags_.dev_file, spec) if flags_.dev_file else []
+    if not train:
+      raise UserError(f"{flags_.train_file} has a header but no rows; check --train_file")
   return ClassificationTask(spec, _first(train, flags_.max_train_examples),
                             _first(dev, flags_.max_eval_examples), tokenizer, config)
 

@@ -81,6 +81,8 @@ def read_squad(path: str, *, is_training: bool, version_2: bool | None = None
       dataset = json.load(f)
   except FileNotFoundError:
     raise SquadFormatError(f"{path} does not exist") from None
+  except IsADirectoryError:
+    raise SquadFormatError(f"{path} is a directory; pass the SQuAD JSON file inside it") from None
   except UnicodeDecodeError as exc:
     raise SquadFormatError(f"{path} is not UTF-8 (byte {exc.start})") from None
   except json.JSONDecodeError as exc:

@@ -17,7 +17,7 @@ import tf_keras
 
 from electra_tf import atomic
 from electra_tf.config import EncoderConfig, FinetuneConfig
-from electra_tf.errors import UserError
+from electra_tf.errors import UserError, check_field_types
 from electra_tf.model.finetune_models import FinetuneModel, build_finetune_model, model_for_task
 from electra_tf.training.callbacks import ProgressLogger
 from electra_tf.training.optimizer import WarmupLinearDecay, create_optimizer
@@ -247,18 +247,53 @@ def load_finetuned(path: str) -> tuple[FinetuneModel, dict[str, Any]]:
   """(built model with restored weights, its finetune.json record) from a `best/` directory.
 
   Raises:
-    UserError: `path` is not a fine-tuned model directory.
+    UserError: `path` is not a fine-tuned model directory, or its finetune.json or
+      checkpoint is damaged.
   """
   record_path = os.path.join(path, RUN_CONFIG)
   if not (os.path.exists(record_path) and os.path.exists(os.path.join(path, "ckpt.index"))):
     raise UserError(f"{path} is not a fine-tuned model (no {RUN_CONFIG} and ckpt); pass the "
-                    f"best/ directory of a finetune.py --output_dir")
-  with open(record_path, encoding="utf-8") as f:
-    record = json.load(f)
-  spec = record.get("spec") or {}
-  model = build_finetune_model(model_for_task(
-      FinetuneConfig.from_dict(record["finetune"]), EncoderConfig.from_dict(record["encoder"]),
-      num_labels=len(spec.get("label_names") or ()) or 1))
-  status = tf.train.Checkpoint(model=model).read(os.path.join(path, "ckpt"))
-  status.expect_partial().assert_existing_objects_matched()
+                    f"best/ directory of a finetune.py --output_dir, or --task=pretraining "
+                    f"for a pretrained checkpoint")
+  record, config, encoder, num_labels = _read_record(record_path)
+  model = build_finetune_model(model_for_task(config, encoder, num_labels=num_labels))
+  from electra_tf.export.tf1 import READ_ERRORS, checkpoint_error
+
+  prefix = os.path.join(path, "ckpt")
+  try:
+    status = tf.train.Checkpoint(model=model).read(prefix)
+    status.expect_partial().assert_existing_objects_matched()
+  except AssertionError as exc:
+    raise UserError(f"{prefix} does not hold all weights of the model in {RUN_CONFIG}: "
+                    f"{str(exc).splitlines()[0]}") from exc
+  except READ_ERRORS as exc:
+    raise checkpoint_error(prefix, exc) from exc
   return model, record
+
+
+def _read_record(record_path: str) -> tuple[dict[str, Any], FinetuneConfig, EncoderConfig, int]:
+  """(finetune.json, its configs, its label count) of a fine-tuned model, checked by field."""
+  fix = "restore it or fine-tune again"
+  try:
+    with open(record_path, encoding="utf-8") as f:
+      record = json.load(f)
+  except (OSError, ValueError) as exc:
+    raise UserError(f"cannot read {record_path} ({exc}); {fix}") from exc
+  try:
+    if not isinstance(record, dict):
+      raise UserError(f"{record_path}: expected a JSON object, got {type(record).__name__}")
+    if not isinstance(record.get("task"), str):
+      raise UserError(f"{record_path}: task must be a string, got {record.get('task')!r}")
+    check_field_types(FinetuneConfig, record.get("finetune"), f"{record_path} finetune")
+    check_field_types(EncoderConfig, record.get("encoder"), f"{record_path} encoder")
+    config = FinetuneConfig.from_dict(record["finetune"])
+    encoder = EncoderConfig.from_dict(record["encoder"])
+    spec = record.get("spec") or {}
+    labels = spec.get("label_names") if isinstance(spec, dict) else spec
+    if labels is not None and not (isinstance(labels, list)
+                                   and all(isinstance(name, str) for name in labels)):
+      raise UserError(f"{record_path}: spec.label_names must be a list of strings or null, "
+                      f"got {labels!r}")
+  except UserError as exc:
+    raise UserError(f"{exc}; {fix}") from None
+  return record, config, encoder, len(labels or ()) or 1
