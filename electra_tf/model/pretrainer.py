@@ -128,7 +128,9 @@ class ElectraPretrainer(tf_keras.Model):
     grads, norm = tf.clip_by_global_norm(grads, self.config.clip_norm)
     summed = {k: _global_sum(v) for k, v in losses.items()}
     finite = self._apply_if_finite(grads, summed["loss"], norm)
-    self.nonfinite_steps.update_state(1.0 - tf.cast(finite, tf.float32))
+    # Every replica adds its share: the metric sums over replicas when read.
+    replicas = tf.distribute.get_replica_context().num_replicas_in_sync
+    self.nonfinite_steps.update_state((1.0 - tf.cast(finite, tf.float32)) / replicas)
     self._update_metrics(outputs, features, summed, norm)
     return {m.name: m.result() for m in self.metrics}
 

@@ -129,7 +129,8 @@ def _first_line(exc: BaseException) -> str:
 
 
 # Fault injection for the preemption tests (tests/training/test_fault_tolerance.py and
-# bench/soak.py): "STEP:SECONDS" SIGKILLs this process SECONDS after the save of STEP began.
+# bench/soak.py): "STEP:SECONDS" SIGKILLs this process SECONDS after the save of STEP began
+# (during the save when SECONDS is shorter than it, else during the steps after it).
 KILL_DURING_SAVE_ENV = "ELECTRA_TF_KILL_DURING_SAVE"
 
 
@@ -153,7 +154,7 @@ class CheckpointSaver(tf_keras.callbacks.Callback):
     self._last_saved = None
 
   def _save(self, step: int):
-    timer = _kill_timer(step)
+    _start_kill_timer(step)
     try:
       self.manager.save(checkpoint_number=step)
     except (tf.errors.OpError, OSError) as exc:
@@ -170,9 +171,6 @@ class CheckpointSaver(tf_keras.callbacks.Callback):
           + (f"{kept} is intact" if kept else "no earlier checkpoint exists")
           + "; free space or fix the directory, then rerun the same command to resume"
       ) from None
-    finally:
-      if timer is not None:
-        timer.cancel()
     self._last_saved = step
     if self.on_save is not None:
       self.on_save(step)
@@ -191,17 +189,15 @@ class CheckpointSaver(tf_keras.callbacks.Callback):
       self._save(step)
 
 
-def _kill_timer(step: int) -> threading.Timer | None:
+def _start_kill_timer(step: int) -> None:
+  """The fault injection of KILL_DURING_SAVE_ENV (a save of the tiny model takes ~0.1 s)."""
   spec = os.environ.get(KILL_DURING_SAVE_ENV)
-  if not spec:
-    return None
-  at, delay = spec.split(":")
-  if int(at) != step:
-    return None
-  timer = threading.Timer(float(delay), os.kill, args=(os.getpid(), signal.SIGKILL))
+  if not spec or int(spec.split(":")[0]) != step:
+    return
+  timer = threading.Timer(float(spec.split(":")[1]), os.kill,
+                          args=(os.getpid(), signal.SIGKILL))
   timer.daemon = True
   timer.start()
-  return timer
 
 
 class NonFiniteGuard(tf_keras.callbacks.Callback):

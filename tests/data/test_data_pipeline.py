@@ -184,3 +184,39 @@ def test_explain_data_errors(squad_data, bert_vocab, tmp_path):
                       r"64; rebuild the data with --max_seq_length=64 or train with "
                       r"--max_seq_length=128", message), message
   assert "\n" not in str(pipeline.explain_data_error(RuntimeError("x\ny")))
+
+
+def _rows(batches):
+  return [row.tobytes() for b in batches for row in b[features.INPUT_IDS]]
+
+
+@pytest.mark.parametrize("by", ["file", "record", None])
+def test_deterministic_stream_resumes_at_any_batch_across_epochs(squad_data, bert_vocab, by):
+  """start_batch=k gives exactly batches k, k+1, ... of the stream from 0, masks included."""
+  shards = sorted(glob.glob(os.path.join(squad_data, "*.tfrecord")))
+  data, context = squad_data, None
+  if by is not None:  # two pipelines, reading whole files or every other record
+    data = shards if by == "file" else shards[:1]
+    context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1,
+                                         num_replicas_in_sync=2)
+  counts = pipeline.record_counts(shards)
+  per_epoch = {None: sum(counts), "file": counts[1], "record": len(range(1, counts[0], 2))}[by]
+  batch = 32
+  epoch_batches = per_epoch // batch
+  n = epoch_batches * 2 + 3  # crosses two epoch boundaries
+
+  def stream(start, count):
+    dataset = _dataset(data, bert_vocab, batch_size=batch, seed=5, deterministic=True,
+                       start_batch=start, input_context=context, shuffle_buffer_size=200)
+    return [{k: v.numpy() for k, v in b.items()} for b in dataset.take(count)]
+
+  full = stream(0, n)
+  for start in (1, epoch_batches, epoch_batches + 2, n - 2):
+    resumed = stream(start, n - start)
+    for expected, got in zip(full[start:], resumed):
+      for key in features.PRETRAIN_KEYS:
+        np.testing.assert_array_equal(got[key], expected[key], err_msg=f"{key} @ {start}")
+  # Each epoch reads every record of the pipeline once, the next epoch in another order.
+  rows = _rows(full)
+  first, second = rows[:per_epoch], rows[per_epoch:2 * per_epoch]
+  assert len(set(first)) == per_epoch and set(second) == set(first) and second != first

@@ -132,3 +132,27 @@ def test_mlm_objective_trains_the_bert_baseline(micro_config, micro_batch):
   assert model.generator.config == config.model
   assert set(history) == {"loss", "gen_loss", "gen_accuracy", "grad_norm", "nonfinite_steps"}
   np.testing.assert_allclose(history["loss"][0], history["gen_loss"][0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_a_non_finite_step_leaves_the_weights_alone(micro_config, micro_batch, replicas):
+  """An overflowing weight makes the loss non-finite: no update, but the step still counts."""
+  strategy = (tf.distribute.MirroredStrategy(
+      ["/cpu:0", "/cpu:1"], cross_device_ops=tf.distribute.ReductionToOneDevice())
+      if replicas == 2 else tf.distribute.OneDeviceStrategy("/cpu:0"))
+  with strategy.scope():
+    model = ElectraPretrainer(micro_config)
+    model.compile(optimizer=create_optimizer("adamw", 1e-2))
+  dataset = tf.data.Dataset.from_tensors(micro_batch).repeat()
+  model.fit(dataset, steps_per_epoch=1, verbose=0)  # builds the model and the slots
+  kernel = model.discriminator.trainable_variables[-2]
+  kernel.assign(tf.fill(kernel.shape, 3e38))  # float32 max is 3.4e38: logits overflow
+  before = [v.numpy().copy() for v in model.trainable_variables]
+  history = model.fit(dataset, steps_per_epoch=1, verbose=0).history
+  assert int(model.optimizer.iterations.numpy()) == 2
+  assert history["nonfinite_steps"][-1] == 1.0
+  for old, var in zip(before, model.trainable_variables):
+    np.testing.assert_array_equal(var.numpy(), old, err_msg=var.name)
+  kernel.assign(before[-2] * 0 + 0.01)  # finite again: the next step updates
+  model.fit(dataset, steps_per_epoch=1, verbose=0)
+  assert not np.array_equal(model.trainable_variables[0].numpy(), before[0])

@@ -1,0 +1,69 @@
+"""Running pretrain.py as a subprocess and comparing checkpoints (fault-injection tests)."""
+
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+from testing_utils import ROOT
+
+KILL_DURING_SAVE_ENV = "ELECTRA_TF_KILL_DURING_SAVE"  # electra_tf/training/callbacks.py
+
+
+def pretrain_cmd(*args):
+  return [sys.executable, os.path.join(ROOT, "pretrain.py"), *args]
+
+
+def run_env(**extra):
+  return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", **extra}
+
+
+def run_to_end(args, **env):
+  result = subprocess.run(pretrain_cmd(*args), cwd=ROOT, capture_output=True, text=True,
+                          timeout=400, env=run_env(**env))
+  return result
+
+
+def run_until_step(args, step: int, sig: int, extra_delay: float):
+  """Starts a run, sends `sig` `extra_delay` s after it logs step >= `step`; (rc, output)."""
+  proc = subprocess.Popen(pretrain_cmd(*args), cwd=ROOT, env=run_env(), text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+  lines = []
+  sent = False
+  for line in proc.stdout:
+    lines.append(line)
+    if not sent and line.startswith("step ") and int(line.split()[1].split("/")[0]) >= step:
+      time.sleep(extra_delay)
+      proc.send_signal(sig)
+      sent = True
+  proc.wait(timeout=400)
+  return proc.returncode, "".join(lines)
+
+
+def checkpoint_values(prefix: str) -> dict[str, np.ndarray]:
+  import tensorflow as tf
+
+  reader = tf.train.load_checkpoint(prefix)
+  return {name: reader.get_tensor(name) for name in reader.get_variable_to_dtype_map()
+          if name.startswith(("model/", "optimizer/"))}
+
+
+def assert_same_state(expected_prefix: str, actual_prefix: str, context: str,
+                      rtol: float = 1e-6, atol: float = 1e-7):
+  expected, actual = checkpoint_values(expected_prefix), checkpoint_values(actual_prefix)
+  assert expected.keys() == actual.keys(), context
+  assert len(expected) > 100, context  # weights, Adam slots and the step counter
+  for name, value in expected.items():
+    np.testing.assert_allclose(actual[name], value, rtol=rtol, atol=atol,
+                               err_msg=f"{name} ({context})")
+
+
+STEPS = 30
+
+
+def common_args(model_dir, shards, *extra):
+  return [f"--model_dir={model_dir}", f"--train_data={shards}", "--deterministic",
+          f"--num_train_steps={STEPS}", "--batch_size=8", "--checkpoint_steps=6",
+          "--steps_per_execution=2", "--log_steps=2", "--keep_checkpoints=3",
+          "--learning_rate=1e-3", "--warmup_steps=4", *extra]
