@@ -98,6 +98,15 @@ def resolve_config():
       raise ConfigError(f"--config_overrides is not valid JSON: {exc}") from exc
     if not isinstance(extra, dict):
       raise ConfigError("--config_overrides must be a JSON object")
+    from electra_tf import errors  # noqa: PLC0415
+    from electra_tf.config import EncoderConfig, PretrainConfig  # noqa: PLC0415
+
+    # Name the key of a wrongly typed value instead of failing in a comparison later.
+    errors.check_field_types(PretrainConfig, {k: v for k, v in extra.items() if "." not in k},
+                             "--config_overrides")
+    model_keys = {k.split(".", 1)[1]: v for k, v in extra.items() if k.startswith("model.")}
+    errors.check_field_types(EncoderConfig, model_keys, "--config_overrides",
+                             display={k: f"model.{k}" for k in model_keys})
     changes.update(extra)
   try:
     return config.replace(**changes) if changes else config
@@ -160,6 +169,7 @@ def main(argv):
   with cli.one_line_errors():
     config = resolve_config()
     model_dir = FLAGS.model_dir or os.path.join("runs", FLAGS.model_size)
+    cli.check_output_dir(model_dir, "--model_dir")
     from electra_tf.training import pretraining  # noqa: PLC0415
     from electra_tf.training import strategy as strategy_lib
 

@@ -288,9 +288,6 @@ def test_pretrain_refuses_a_manifest_with_wrong_types(tmp_path, data_64):
   assert_nothing_written(tmp_path / "run")
 
 
-@pytest.mark.xfail(strict=True, reason="pretrain.py: resolve_config reports a JSON value of "
-                   "the wrong type as \"invalid config value: '<=' not supported between "
-                   "instances of 'str' and 'int'\", without naming the key")
 def test_pretrain_names_the_key_of_a_config_override_with_the_wrong_type(tmp_path):
   result = run("pretrain", f"--model_dir={tmp_path}/run",
                '--config_overrides={"num_train_steps": "ten"}')
@@ -298,18 +295,11 @@ def test_pretrain_names_the_key_of_a_config_override_with_the_wrong_type(tmp_pat
   assert_nothing_written(tmp_path / "run")
 
 
-@pytest.mark.xfail(strict=True, reason="pretrain.py: an unwritable --model_dir fails with exit 1 "
-                   "and 'error: Not a directory: <path>' (an OSError), not exit 2 naming "
-                   "--model_dir; cli.check_output_dir(model_dir, '--model_dir') would do it")
 def test_pretrain_refuses_a_model_dir_under_a_file(root, data_64):
   result = run("pretrain", f"--model_dir={root}/a_file/run", f"--train_data={data_64}")
   assert_clear_error(result, "--model_dir", "a_file is a file")
 
 
-@pytest.mark.xfail(strict=True, reason="data/pipeline.py recognised_data_error: a shard with "
-                   "flipped bytes (same size, so the manifest passes) is reported as 'the "
-                   "pretraining data is corrupt (Graph execution error:)': _RECORD_ERROR is "
-                   "searched in the first line of the TF message only")
 def test_pretrain_names_a_corrupted_record(tmp_path, data_64):
   data = copy(data_64, tmp_path / "data")
   flip_bytes(data / "shard-00000.tfrecord")

@@ -393,11 +393,11 @@ def explain_data_error(exc: Exception) -> UserError:
       raise explain_data_error(e) from e
   """
   return recognised_data_error(exc) or UserError(
-      f"the input pipeline failed: {_first_line(exc)}; check the pretraining data or "
+      f"the input pipeline failed: {first_line(exc)}; check the pretraining data or "
       f"rebuild it with {_REBUILD}")
 
 
-def _first_line(exc: Exception) -> str:
+def first_line(exc: Exception) -> str:
   text = getattr(exc, "message", None) or str(exc)
   text = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", text)
   first = next((line.strip() for line in text.splitlines() if line.strip()), repr(exc))
@@ -412,9 +412,10 @@ def recognised_data_error(exc: Exception) -> UserError | None:
   if isinstance(exc, UserError):
     return exc
   text = getattr(exc, "message", None) or str(exc)
-  first = _first_line(exc)
+  first = first_line(exc)
   if isinstance(exc, tf.errors.DataLossError):
-    match = _RECORD_ERROR.search(first)
+    # Inside a function the first line is only "Graph execution error:"; search it all.
+    match = _RECORD_ERROR.search(first) or _RECORD_ERROR.search(text)
     detail = match.group(0).strip() if match else first
     return UserError(f"the pretraining data is corrupt ({detail}); rebuild the data with "
                      f"{_REBUILD}")

@@ -13,7 +13,7 @@ import tf_keras
 
 from electra_tf.config import PretrainConfig
 from electra_tf.data import pipeline
-from electra_tf.errors import UserError
+from electra_tf.errors import RuntimeFailure, UserError
 from electra_tf.model.pretrainer import ElectraPretrainer
 from electra_tf.training import artifacts, callbacks, checkpoints
 from electra_tf.training.optimizer import WarmupLinearDecay, create_optimizer
@@ -56,6 +56,13 @@ def _worker_role(strategy) -> tuple[bool, int]:
   has_chief = "chief" in resolver.cluster_spec().as_dict()
   is_chief = task_type == "chief" or (not has_chief and task_type == "worker" and task_id == 0)
   return is_chief, task_id
+
+
+def _is_multi_worker(strategy) -> bool:
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if resolver is None or not getattr(resolver, "task_type", None):
+    return False
+  return sum(len(tasks) for tasks in resolver.cluster_spec().as_dict().values()) > 1
 
 
 def build_model(config: PretrainConfig, strategy, jit_compile: bool = False):
@@ -199,6 +206,15 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
     if explained is None:
       raise  # not the data's fault: keep the traceback
     raise explained from exc
+  except (tf.errors.UnavailableError, tf.errors.AbortedError, tf.errors.CancelledError,
+          tf.errors.DeadlineExceededError) as exc:
+    if not _is_multi_worker(strategy):
+      raise
+    kept = checkpoints.newest(run_ckpt_dir) or "no checkpoint yet"
+    raise RuntimeFailure(
+        f"lost contact with another worker ({pipeline.first_line(exc)}); restart every "
+        f"worker with the same command to resume from the newest checkpoint ({kept})"
+    ) from exc
   if preemption.signal_name:
     step = int(model.optimizer.iterations.numpy())
     print(f"stopped by {preemption.signal_name} at step {step} with its checkpoint saved in "
