@@ -58,6 +58,16 @@ def _worker_role(strategy) -> tuple[bool, int]:
   return is_chief, task_id
 
 
+def _collective_error(exc: Exception) -> str:
+  """The informative line of a failed collective (TF puts 'Graph execution error:' first)."""
+  text = getattr(exc, "message", None) or str(exc)
+  for line in (ln.strip() for ln in text.splitlines()):
+    if line and not line.startswith(("Graph execution error", "Detected at node", "File ",
+                                      "[[", "{{")):
+      return line[:240]
+  return type(exc).__name__
+
+
 def _is_multi_worker(strategy) -> bool:
   resolver = getattr(strategy, "cluster_resolver", None)
   if resolver is None or not getattr(resolver, "task_type", None):
@@ -212,7 +222,7 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
       raise
     kept = checkpoints.newest(run_ckpt_dir) or "no checkpoint yet"
     raise RuntimeFailure(
-        f"lost contact with another worker ({pipeline.first_line(exc)}); restart every "
+        f"lost contact with another worker ({_collective_error(exc)}); restart every "
         f"worker with the same command to resume from the newest checkpoint ({kept})"
     ) from exc
   if preemption.signal_name:

@@ -59,3 +59,59 @@ def test_two_workers_end_with_identical_weights(tmp_path):
   # Only the chief's checkpoints remain; the other worker's temporary saves are gone.
   assert (model_dir / "checkpoints" / "ckpt-6.index").exists()
   assert not any((model_dir / ".worker_tmp").glob("worker_*"))
+
+
+def test_a_killed_worker_stops_the_other_with_one_line_and_a_restart_resumes(tmp_path):
+  """SIGKILL one of two localhost workers: the survivor exits 1 with one error line (it does
+  not hang), and the same command on both workers resumes from the chief's checkpoint."""
+  import signal
+  import time
+
+  from electra_tf.data import builtin, pretraining_data, vocab
+
+  corpus = builtin.builtin_corpus(str(tmp_path / "cache"), max_articles=3)
+  data_dir = str(tmp_path / "data")
+  pretraining_data.build_pretraining_data(corpus, vocab.builtin_vocab_path(), data_dir,
+                                          max_seq_length=64, num_workers=1, min_shards=2,
+                                          show_progress=False)
+  workers = [f"localhost:{p}" for p in _free_ports(2)]
+  model_dir = tmp_path / "run"
+
+  def start(index, tag):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "TF_CONFIG": json.dumps(
+        {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})}
+    return subprocess.Popen(
+        [sys.executable, os.path.join(ROOT, "pretrain.py"), "--strategy=multi_worker_mirrored",
+         f"--train_data={data_dir}", f"--model_dir={model_dir}", "--num_train_steps=24",
+         "--checkpoint_steps=4", "--steps_per_execution=2", "--log_steps=2", "--batch_size=8",
+         "--deterministic"], cwd=ROOT, env=env, text=True,
+        stdout=open(tmp_path / f"w{index}.{tag}.out", "w"), stderr=subprocess.PIPE)
+
+  procs = [start(0, "first"), start(1, "first")]
+  try:
+    deadline = time.time() + 300
+    while not (model_dir / "checkpoints" / "ckpt-4.index").exists():
+      assert time.time() < deadline and procs[0].poll() is None, procs[0].stderr.read()
+      time.sleep(0.2)
+    procs[1].send_signal(signal.SIGKILL)
+    stderr = procs[0].communicate(timeout=180)[1]
+  finally:
+    for proc in procs:
+      proc.kill()
+  assert procs[0].returncode == 1, stderr[-3000:]
+  assert "Traceback" not in stderr, stderr[-3000:]
+  last = stderr.strip().splitlines()[-1]
+  assert last.startswith("error: lost contact with another worker"), last
+  assert "restart every worker with the same command" in last
+
+  procs = [start(0, "again"), start(1, "again")]
+  try:
+    results = [proc.communicate(timeout=400)[1] for proc in procs]
+  finally:
+    for proc in procs:
+      proc.kill()
+  for proc, err in zip(procs, results):
+    assert proc.returncode == 0, err[-3000:]
+  out = (tmp_path / "w0.again.out").read_text()
+  assert "resumed from" in out and "step 24/24" in out, out[-2000:]
+  assert (model_dir / "checkpoints" / "ckpt-24.index").exists()
