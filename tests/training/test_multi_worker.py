@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 from testing_utils import ROOT
 
 
@@ -20,14 +21,21 @@ def _free_ports(n):
   return ports
 
 
-def test_two_workers_end_with_identical_weights(tmp_path):
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+  """3 articles of the built-in corpus as 2 shards of length-64 records."""
   from electra_tf.data import builtin, pretraining_data, vocab
 
-  corpus = builtin.builtin_corpus(str(tmp_path / "cache"), max_articles=3)
-  data_dir = str(tmp_path / "data")
-  pretraining_data.build_pretraining_data(corpus, vocab.builtin_vocab_path(), data_dir,
+  root = tmp_path_factory.mktemp("mw")
+  corpus = builtin.builtin_corpus(str(root / "cache"), max_articles=3)
+  out = str(root / "data")
+  pretraining_data.build_pretraining_data(corpus, vocab.builtin_vocab_path(), out,
                                           max_seq_length=64, num_workers=1, min_shards=2,
                                           show_progress=False)
+  return out
+
+
+def test_two_workers_end_with_identical_weights(tmp_path, data_dir):
   workers = [f"localhost:{p}" for p in _free_ports(2)]
   model_dir = tmp_path / "run"
   procs = []
@@ -61,19 +69,13 @@ def test_two_workers_end_with_identical_weights(tmp_path):
   assert not any((model_dir / ".worker_tmp").glob("worker_*"))
 
 
-def test_a_killed_worker_stops_the_other_with_one_line_and_a_restart_resumes(tmp_path):
+def test_a_killed_worker_stops_the_other_with_one_line_and_a_restart_resumes(tmp_path,
+                                                                             data_dir):
   """SIGKILL one of two localhost workers: the survivor exits 1 with one error line (it does
   not hang), and the same command on both workers resumes from the chief's checkpoint."""
   import signal
   import time
 
-  from electra_tf.data import builtin, pretraining_data, vocab
-
-  corpus = builtin.builtin_corpus(str(tmp_path / "cache"), max_articles=3)
-  data_dir = str(tmp_path / "data")
-  pretraining_data.build_pretraining_data(corpus, vocab.builtin_vocab_path(), data_dir,
-                                          max_seq_length=64, num_workers=1, min_shards=2,
-                                          show_progress=False)
   workers = [f"localhost:{p}" for p in _free_ports(2)]
   model_dir = tmp_path / "run"
 
