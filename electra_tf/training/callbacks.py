@@ -242,11 +242,27 @@ class PreemptionSaver(tf_keras.callbacks.Callback):
   The signal only sets a flag; at the next batch end training stops, and the
   CheckpointSaver's end-of-training save writes the step reached. A second signal acts
   as it would without this callback (the default handler).
+
+  Args:
+    strategy: a multi-worker strategy, or None. With several workers a signal reaches one
+      of them, but they must stop at the same step for the (collective) save: at every
+      batch end the workers sum their flags with one small all-reduce, and all stop when
+      any was signalled.
   """
 
-  def __init__(self):
+  def __init__(self, strategy=None):
     super().__init__()
     self.signal_name: str | None = None
+    self.peer_signalled = False  # stopped because another worker was signalled
+    self._agree = None
+    if strategy is not None:
+
+      @tf.function
+      def agree(flag):
+        flags = strategy.run(lambda x: x, args=(flag,))
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, flags, axis=None)
+
+      self._agree = agree
 
   @contextlib.contextmanager
   def catching_signals(self) -> Iterator[None]:
@@ -269,5 +285,9 @@ class PreemptionSaver(tf_keras.callbacks.Callback):
         signal.signal(sig, handler)
 
   def on_train_batch_end(self, batch, logs=None):
-    if self.signal_name:
+    stop = bool(self.signal_name)
+    if self._agree is not None:
+      stop = float(self._agree(tf.constant(1.0 if stop else 0.0))) > 0
+      self.peer_signalled = stop and not self.signal_name
+    if stop:
       self.model.stop_training = True

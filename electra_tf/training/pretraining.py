@@ -199,7 +199,7 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
       stream=stream if is_chief else open(os.devnull, "w"))
   saver = callbacks.CheckpointSaver(manager, config.checkpoint_steps, on_save=cleanup)
   guard = callbacks.NonFiniteGuard(config.on_nonfinite, manager, stream=stream)
-  preemption = callbacks.PreemptionSaver()
+  preemption = callbacks.PreemptionSaver(strategy if _is_multi_worker(strategy) else None)
   dataset = make_dataset(config, data, strategy, start_step=start)
   print(f"training steps {start}..{config.num_train_steps} on {strategy.num_replicas_in_sync} "
         f"replica(s), global batch {config.batch_size} x {config.max_seq_length} tokens"
@@ -225,11 +225,12 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
         f"lost contact with another worker ({_collective_error(exc)}); restart every "
         f"worker with the same command to resume from the newest checkpoint ({kept})"
     ) from exc
-  if preemption.signal_name:
+  if preemption.signal_name or preemption.peer_signalled:
     step = int(model.optimizer.iterations.numpy())
-    print(f"stopped by {preemption.signal_name} at step {step} with its checkpoint saved in "
-          f"{ckpt_dir}; rerun the same command to resume", file=stream, flush=True)
-    raise Preempted(preemption.signal_name)
+    cause = preemption.signal_name or "a signal to another worker"
+    print(f"stopped by {cause} at step {step} with its checkpoint saved in "
+          f"{run_ckpt_dir}; rerun the same command to resume", file=stream, flush=True)
+    raise Preempted(preemption.signal_name or "SIGTERM")
   # The MLM baseline has no discriminator: its encoder is what fine-tuning starts from.
   encoder_model = model.discriminator or model.generator
   out = os.path.join(model_dir, artifacts.DISCRIMINATOR_SUBDIR)

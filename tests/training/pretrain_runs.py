@@ -1,6 +1,8 @@
 """Running pretrain.py as a subprocess and comparing checkpoints (fault-injection tests)."""
 
 import os
+import random
+import signal
 import subprocess
 import sys
 import time
@@ -67,3 +69,49 @@ def common_args(model_dir, shards, *extra):
           f"--num_train_steps={STEPS}", "--batch_size=8", "--checkpoint_steps=6",
           "--steps_per_execution=2", "--log_steps=2", "--keep_checkpoints=3",
           "--learning_rate=1e-3", "--warmup_steps=4", *extra]
+
+
+def kill_and_resume(tmp_path, shards, extra):
+  """Runs to the end undisturbed, then again with random interruptions and restarts, and
+  compares the final states (see test_fault_tolerance.py)."""
+  seed = int(os.environ.get("FAULT_SEED", time.time_ns() % 100_000))
+  rng = random.Random(seed)
+  context = f"FAULT_SEED={seed}"
+
+  reference = tmp_path / "reference"
+  result = run_to_end(common_args(reference, shards, *extra))
+  assert result.returncode == 0, result.stderr[-3000:]
+
+  run = tmp_path / "killed"
+  args = common_args(run, shards, *extra)
+  # 1. SIGKILL while writing the step-12 checkpoint (a save takes ~0.1 s here).
+  delay = rng.uniform(0.0, 0.1)
+  result = run_to_end(args, **{KILL_DURING_SAVE_ENV: f"12:{delay:.3f}"})
+  assert result.returncode == -signal.SIGKILL, (context, result.stderr[-2000:])
+  # 2. SIGKILL at a random step between checkpoints.
+  rc, out = run_until_step(args, rng.randrange(14, 20, 2), signal.SIGKILL, rng.uniform(0, 0.3))
+  assert rc == -signal.SIGKILL, (context, out[-2000:])
+  assert "resumed from" in out, (context, out[-2000:])
+  if extra:  # the two-replica run: one kill of each kind above is enough
+    result = run_to_end(args)
+    assert result.returncode == 0, (context, result.stderr[-3000:])
+    assert_same_state(str(reference / "checkpoints" / f"ckpt-{STEPS}"),
+                      str(run / "checkpoints" / f"ckpt-{STEPS}"), context)
+    return
+  # 3. SIGTERM (preemption): saves the step it reached and exits 128 + 15.
+  rc, out = run_until_step(args, rng.randrange(20, 28, 2), signal.SIGTERM, rng.uniform(0, 0.3))
+  assert rc == 143, (context, out[-3000:])
+  stopped = [line for line in out.splitlines() if line.startswith("stopped by SIGTERM")]
+  assert stopped, (context, out[-2000:])
+  step = int(stopped[0].split(" at step ")[1].split()[0])
+  assert (run / "checkpoints" / f"ckpt-{step}.index").exists(), context
+  # 4. Run to the end.
+  result = run_to_end(args)
+  assert result.returncode == 0, (context, result.stderr[-3000:])
+  assert f"resumed from {run}/checkpoints/ckpt-{step} at step {step}" in result.stdout, (
+      context, result.stdout[-2000:])
+
+  assert_same_state(str(reference / "checkpoints" / f"ckpt-{STEPS}"),
+                    str(run / "checkpoints" / f"ckpt-{STEPS}"), context)
+  leftovers = [p for p in os.listdir(run / "checkpoints") if p.endswith("_temp")]
+  assert not leftovers, (context, leftovers)

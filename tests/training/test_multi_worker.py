@@ -69,10 +69,10 @@ def test_two_workers_end_with_identical_weights(tmp_path, data_dir):
   assert not any((model_dir / ".worker_tmp").glob("worker_*"))
 
 
-def test_a_killed_worker_stops_the_other_with_one_line_and_a_restart_resumes(tmp_path,
-                                                                             data_dir):
-  """SIGKILL one of two localhost workers: the survivor exits 1 with one error line (it does
-  not hang), and the same command on both workers resumes from the chief's checkpoint."""
+def test_signalled_or_killed_worker_then_restart(tmp_path, data_dir):
+  """SIGTERM to one of two localhost workers: both stop at the same step, save, exit 143.
+  SIGKILL to one: the survivor exits 1 with one error line (it does not hang). Each time
+  the same command on both workers resumes from the chief's checkpoint."""
   import signal
   import time
 
@@ -84,27 +84,41 @@ def test_a_killed_worker_stops_the_other_with_one_line_and_a_restart_resumes(tmp
         {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})}
     return subprocess.Popen(
         [sys.executable, os.path.join(ROOT, "pretrain.py"), "--strategy=multi_worker_mirrored",
-         f"--train_data={data_dir}", f"--model_dir={model_dir}", "--num_train_steps=24",
+         f"--train_data={data_dir}", f"--model_dir={model_dir}", "--num_train_steps=30",
          "--checkpoint_steps=4", "--steps_per_execution=2", "--log_steps=2", "--batch_size=8",
          "--deterministic"], cwd=ROOT, env=env, text=True,
         stdout=open(tmp_path / f"w{index}.{tag}.out", "w"), stderr=subprocess.PIPE)
 
-  procs = [start(0, "first"), start(1, "first")]
-  try:
-    deadline = time.time() + 300
-    while not (model_dir / "checkpoints" / "ckpt-4.index").exists():
-      assert time.time() < deadline and procs[0].poll() is None, procs[0].stderr.read()
-      time.sleep(0.2)
-    procs[1].send_signal(signal.SIGKILL)
-    stderr = procs[0].communicate(timeout=180)[1]
-  finally:
-    for proc in procs:
-      proc.kill()
-  assert procs[0].returncode == 1, stderr[-3000:]
-  assert "Traceback" not in stderr, stderr[-3000:]
-  last = stderr.strip().splitlines()[-1]
+  def interrupt(tag, wait_for, sig, victim=1):
+    procs = [start(0, tag), start(1, tag)]
+    try:
+      deadline = time.time() + 300
+      while not (model_dir / "checkpoints" / f"ckpt-{wait_for}.index").exists():
+        assert time.time() < deadline and procs[0].poll() is None, procs[0].stderr.read()
+        time.sleep(0.2)
+      procs[victim].send_signal(sig)
+      errs = [proc.communicate(timeout=180)[1] for proc in procs]
+    finally:
+      for proc in procs:
+        proc.kill()
+    return procs, errs
+
+  procs, errs = interrupt("term", 4, signal.SIGTERM)
+  assert [p.returncode for p in procs] == [143, 143], errs
+  outs = [(tmp_path / f"w{i}.term.out").read_text() for i in range(2)]
+  steps = [int(o.split("stopped by ")[1].split(" at step ")[1].split()[0]) for o in outs]
+  assert steps[0] == steps[1] and steps[0] >= 4, outs
+  assert "stopped by a signal to another worker" in outs[0], outs[0][-1000:]
+  assert (model_dir / "checkpoints" / f"ckpt-{steps[0]}.index").exists()
+
+  procs, errs = interrupt("kill", steps[0] + 4 - steps[0] % 4, signal.SIGKILL)
+  assert procs[0].returncode == 1, errs[0][-3000:]
+  assert "Traceback" not in errs[0], errs[0][-3000:]
+  last = errs[0].strip().splitlines()[-1]
   assert last.startswith("error: lost contact with another worker"), last
   assert "restart every worker with the same command" in last
+  assert f"resumed from {model_dir}/checkpoints/ckpt-{steps[0]}" in (
+      tmp_path / "w0.kill.out").read_text()
 
   procs = [start(0, "again"), start(1, "again")]
   try:
@@ -115,5 +129,5 @@ def test_a_killed_worker_stops_the_other_with_one_line_and_a_restart_resumes(tmp
   for proc, err in zip(procs, results):
     assert proc.returncode == 0, err[-3000:]
   out = (tmp_path / "w0.again.out").read_text()
-  assert "resumed from" in out and "step 24/24" in out, out[-2000:]
-  assert (model_dir / "checkpoints" / "ckpt-24.index").exists()
+  assert "resumed from" in out and "step 30/30" in out, out[-2000:]
+  assert (model_dir / "checkpoints" / "ckpt-30.index").exists()
