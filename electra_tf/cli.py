@@ -38,6 +38,8 @@ def check_output_dir(path: str, flag: str) -> None:
   Raises:
     UserError: naming `flag`, the path and why it cannot be written.
   """
+  if "://" in path:
+    return  # gs:// and other remote file systems: TF reports their errors when writing
   path = os.path.abspath(os.path.expanduser(path))
   if os.path.exists(path) and not os.path.isdir(path):
     raise UserError(f"{flag} {path} is a file; give a directory")
