@@ -220,3 +220,25 @@ def test_deterministic_stream_resumes_at_any_batch_across_epochs(squad_data, ber
   rows = _rows(full)
   first, second = rows[:per_epoch], rows[per_epoch:2 * per_epoch]
   assert len(set(first)) == per_epoch and set(second) == set(first) and second != first
+
+
+def test_two_replica_stream_resumes_at_a_step(squad_data, bert_vocab):
+  """distributed_dataset(start_step=k) hands each replica what it would get at step k."""
+  strategy = tf.distribute.MirroredStrategy(
+      ["/cpu:0", "/cpu:1"], cross_device_ops=tf.distribute.ReductionToOneDevice())
+
+  def steps(start, count):
+    dataset = pipeline.distributed_dataset(
+        strategy, squad_data, global_batch_size=8, start_step=start, max_seq_length=L,
+        max_predictions_per_seq=P, mask_prob=0.15, vocab=bert_vocab, seed=0,
+        deterministic=True)
+    iterator = iter(dataset)
+    return [{k: [t.numpy() for t in strategy.experimental_local_results(v)]
+             for k, v in next(iterator).items()} for _ in range(count)]
+
+  full, resumed = steps(0, 14), steps(9, 5)
+  for expected, got in zip(full[9:], resumed):
+    for key in features.PRETRAIN_KEYS:
+      for replica in range(2):
+        np.testing.assert_array_equal(got[key][replica], expected[key][replica], err_msg=key)
+  assert not np.array_equal(full[9][features.INPUT_IDS][0], full[9][features.INPUT_IDS][1])

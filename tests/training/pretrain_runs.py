@@ -71,6 +71,21 @@ def common_args(model_dir, shards, *extra):
           "--learning_rate=1e-3", "--warmup_steps=4", *extra]
 
 
+def assert_close_in_norm(expected_prefix: str, actual_prefix: str, context: str,
+                         tolerance: float):
+  """Every model weight tensor within `tolerance` of the expected one in relative L2 norm."""
+  expected, actual = checkpoint_values(expected_prefix), checkpoint_values(actual_prefix)
+  # The key projection's bias has an exactly zero gradient (softmax ignores a shift shared
+  # by all keys), so Adam turns rounding noise into its steps: nothing to compare there.
+  weights = [n for n in expected if n.startswith("model/") and "OPTIMIZER_SLOT" not in n
+             and "_key_dense/bias" not in n]
+  assert len(weights) > 50, context
+  for name in weights:
+    reference = np.linalg.norm(expected[name].astype(np.float64))
+    drift = np.linalg.norm(actual[name].astype(np.float64) - expected[name])
+    assert drift <= tolerance * reference, (name, drift / reference, context)
+
+
 def kill_and_resume(tmp_path, shards, extra):
   """Runs to the end undisturbed, then again with random interruptions and restarts, and
   compares the final states (see test_fault_tolerance.py)."""
@@ -92,12 +107,6 @@ def kill_and_resume(tmp_path, shards, extra):
   rc, out = run_until_step(args, rng.randrange(14, 20, 2), signal.SIGKILL, rng.uniform(0, 0.3))
   assert rc == -signal.SIGKILL, (context, out[-2000:])
   assert "resumed from" in out, (context, out[-2000:])
-  if extra:  # the two-replica run: one kill of each kind above is enough
-    result = run_to_end(args)
-    assert result.returncode == 0, (context, result.stderr[-3000:])
-    assert_same_state(str(reference / "checkpoints" / f"ckpt-{STEPS}"),
-                      str(run / "checkpoints" / f"ckpt-{STEPS}"), context)
-    return
   # 3. SIGTERM (preemption): saves the step it reached and exits 128 + 15.
   rc, out = run_until_step(args, rng.randrange(20, 28, 2), signal.SIGTERM, rng.uniform(0, 0.3))
   assert rc == 143, (context, out[-3000:])

@@ -71,8 +71,8 @@ def test_two_workers_end_with_identical_weights(tmp_path, data_dir):
 
 def test_signalled_or_killed_worker_then_restart(tmp_path, data_dir):
   """SIGTERM to one of two localhost workers: both stop at the same step, save, exit 143.
-  SIGKILL to one: the survivor exits 1 with one error line (it does not hang). Each time
-  the same command on both workers resumes from the chief's checkpoint."""
+  Restarted, they resume from that checkpoint; then SIGKILL to one: the survivor exits 1
+  with one error line (it does not hang)."""
   import signal
   import time
 
@@ -119,15 +119,3 @@ def test_signalled_or_killed_worker_then_restart(tmp_path, data_dir):
   assert "restart every worker with the same command" in last
   assert f"resumed from {model_dir}/checkpoints/ckpt-{steps[0]}" in (
       tmp_path / "w0.kill.out").read_text()
-
-  procs = [start(0, "again"), start(1, "again")]
-  try:
-    results = [proc.communicate(timeout=400)[1] for proc in procs]
-  finally:
-    for proc in procs:
-      proc.kill()
-  for proc, err in zip(procs, results):
-    assert proc.returncode == 0, err[-3000:]
-  out = (tmp_path / "w0.again.out").read_text()
-  assert "resumed from" in out and "step 30/30" in out, out[-2000:]
-  assert (model_dir / "checkpoints" / "ckpt-30.index").exists()
