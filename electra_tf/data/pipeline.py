@@ -17,7 +17,7 @@ import tensorflow_text as tf_text
 from electra_tf import features
 from electra_tf.data.manifest import _REBUILD, check_manifest, read_manifest
 from electra_tf.data.vocab import Vocab
-from electra_tf.errors import UserError
+from electra_tf.errors import UserError, tf_error_line
 
 
 def parse_fn(max_seq_length: int) -> Callable[[tf.Tensor], dict[str, tf.Tensor]]:
@@ -393,15 +393,8 @@ def explain_data_error(exc: Exception) -> UserError:
       raise explain_data_error(e) from e
   """
   return recognised_data_error(exc) or UserError(
-      f"the input pipeline failed: {first_line(exc)}; check the pretraining data or "
+      f"the input pipeline failed: {tf_error_line(exc)}; check the pretraining data or "
       f"rebuild it with {_REBUILD}")
-
-
-def first_line(exc: Exception) -> str:
-  text = getattr(exc, "message", None) or str(exc)
-  text = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", text)
-  first = next((line.strip() for line in text.splitlines() if line.strip()), repr(exc))
-  return re.sub(r"\s*\[Op:\w+\].*$", "", first)
 
 
 def recognised_data_error(exc: Exception) -> UserError | None:
@@ -412,7 +405,7 @@ def recognised_data_error(exc: Exception) -> UserError | None:
   if isinstance(exc, UserError):
     return exc
   text = getattr(exc, "message", None) or str(exc)
-  first = first_line(exc)
+  first = tf_error_line(exc)
   if isinstance(exc, tf.errors.DataLossError):
     # Inside a function the first line is only "Graph execution error:"; search it all.
     match = _RECORD_ERROR.search(first) or _RECORD_ERROR.search(text)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import tensorflow as tf
 import tf_keras
 
-from electra_tf.errors import RuntimeFailure
+from electra_tf.errors import RuntimeFailure, tf_error_line
 
 
 def _format_duration(seconds: float) -> str:
@@ -114,18 +114,13 @@ class ProgressLogger(tf_keras.callbacks.Callback):
             tf.summary.scalar(name, value)
         self.writer.flush()
       except (tf.errors.OpError, OSError) as exc:  # e.g. a full disk: training matters more
-        print(f"warning: TensorBoard summaries stopped ({_first_line(exc)})", file=self.stream)
+        print(f"warning: TensorBoard summaries stopped ({tf_error_line(exc)})", file=self.stream)
         self.writer = None
     self.history.append({"step": step, **values})
     self._last_logged = step
     self._window_start = (step, now)
     for metric in self.model.metrics:
       metric.reset_state()
-
-
-def _first_line(exc: BaseException) -> str:
-  text = (getattr(exc, "message", None) or str(exc)).strip()
-  return text.splitlines()[0] if text else type(exc).__name__
 
 
 # Fault injection for the preemption tests (tests/training/test_fault_tolerance.py and
@@ -167,7 +162,7 @@ class CheckpointSaver(tf_keras.callbacks.Callback):
             tf.io.gfile.remove(path)
       kept = self.manager.latest_checkpoint
       raise RuntimeFailure(
-          f"could not write checkpoint {prefix} ({_first_line(exc)}); "
+          f"could not write checkpoint {prefix} ({tf_error_line(exc)}); "
           + (f"{kept} is intact" if kept else "no earlier checkpoint exists")
           + "; free space or fix the directory, then rerun the same command to resume"
       ) from None
