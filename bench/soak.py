@@ -28,7 +28,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-KILL_DURING_SAVE_ENV = "ELECTRA_TF_KILL_DURING_SAVE"  # electra_tf/training/callbacks.py
+from electra_tf.training.callbacks import KILL_DURING_SAVE_ENV  # noqa: E402
 
 
 def build_data(out: str) -> str:

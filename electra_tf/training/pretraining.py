@@ -151,7 +151,8 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
   tf_keras.utils.set_random_seed(config.seed)
   if config.deterministic:
     tf.config.experimental.enable_op_determinism()
-  latest = checkpoints.newest(os.path.join(model_dir, artifacts.CHECKPOINT_SUBDIR))
+  run_ckpt_dir = os.path.join(model_dir, artifacts.CHECKPOINT_SUBDIR)
+  latest = checkpoints.newest(run_ckpt_dir)
   data_info = {"vocab_md5": data.vocab.md5, "vocab_size": data.vocab.size,
                "examples": data.examples, "tokens": data.tokens}
   # Only a checkpoint makes the saved settings binding; a run that failed before its
@@ -163,11 +164,10 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
 
   model = build_model(config, strategy, jit_compile)
   checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
-  ckpt_dir = os.path.join(model_dir, artifacts.CHECKPOINT_SUBDIR)
+  ckpt_dir = run_ckpt_dir
   if not is_chief:  # every worker saves (the save is collective); only the chief's is kept
     ckpt_dir = os.path.join(model_dir, ".worker_tmp", f"worker_{task_id}")
   manager = tf.train.CheckpointManager(checkpoint, ckpt_dir, max_to_keep=config.keep_checkpoints)
-  run_ckpt_dir = os.path.join(model_dir, artifacts.CHECKPOINT_SUBDIR)
   if is_chief:
     for path in checkpoints.remove_partial_saves(run_ckpt_dir):
       print(f"removed {path}, left by an interrupted save", file=stream)

@@ -10,7 +10,7 @@ import time
 import numpy as np
 from testing_utils import ROOT
 
-KILL_DURING_SAVE_ENV = "ELECTRA_TF_KILL_DURING_SAVE"  # electra_tf/training/callbacks.py
+from electra_tf.training.callbacks import KILL_DURING_SAVE_ENV
 
 
 def pretrain_cmd(*args):
