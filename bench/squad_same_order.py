@@ -10,6 +10,11 @@ implementation (and, with dropout on, in the dropout masks). Everything else is 
 the MiniLM import, ElectraSpanQA, AdamW with bias correction (as torch), warmup + linear decay,
 clipping, Keras fit in mixed bfloat16. Scored with the same post-processing and official script
 as the transformers run. Prints a result line and one JSON line.
+
+One source of randomness at a time can be put back to finetune.py's: `--order=ours` (the
+tf.data shuffle of run_finetuning, seeded with --seed) and `--head=ours` (the QA head as
+our Keras initializer draws it: truncated normal, spread 0.0176), or `--head=normal` (a
+fresh numpy normal(0, 0.02) draw, the distribution torch uses, but not torch's values).
 """
 
 from __future__ import annotations
@@ -40,6 +45,11 @@ def main():
   parser.add_argument("--seed", type=int, default=0)
   parser.add_argument("--no_dropout", action="store_true",
                       help="dropout 0 everywhere (pass the same to the transformers run)")
+  parser.add_argument("--order", choices=("reference", "ours"), default="reference",
+                      help="ours: finetune.py's batch order (tf.data shuffle with --seed)")
+  parser.add_argument("--head", choices=("reference", "ours", "normal"), default="reference",
+                      help="ours: the QA head as finetune.py draws it (Keras init); normal: a "
+                           "fresh numpy normal(0, 0.02) draw, as torch's init")
   args = parser.parse_args()
 
   import finetune_transformers as ref
@@ -64,16 +74,24 @@ def main():
   train_ex, _ = squad_data.read_squad(builtin.squad_path("train"), is_training=True)
   dev_ex, _ = squad_data.read_squad(builtin.squad_path("dev"), is_training=False)
   train_ex, dev_ex = train_ex[:args.max_train_examples], dev_ex[:args.max_eval_examples]
+  source = convert.read_source(ref.minilm_dir())
   enc, starts, ends = ref.squad_features(tokenizer, train_ex, args, training=True)
   arrays = {"input_ids": enc["input_ids"], "input_mask": enc["attention_mask"],
             "segment_ids": enc["token_type_ids"], "start_positions": starts,
             "end_positions": ends}
   arrays = {k: np.asarray(v, np.int32) for k, v in arrays.items()}
-  steps = math.ceil(len(starts) / args.batch_size)
-  batches = ref.batch_indices(len(starts), args.batch_size, args.seed)
-  order = np.concatenate([next(batches) for _ in range(steps)])
+  num_windows = len(arrays["start_positions"])
+  if args.order == "ours":  # as run_finetuning: full-buffer shuffle, remainder dropped
+    steps = max(1, round(num_windows / args.batch_size))
+    dataset = (tf.data.Dataset.from_tensor_slices(arrays).shuffle(num_windows, seed=args.seed)
+               .repeat().batch(args.batch_size, drop_remainder=True))
+  else:
+    steps = math.ceil(num_windows / args.batch_size)
+    batches = ref.batch_indices(num_windows, args.batch_size, args.seed)
+    order = np.concatenate([next(batches) for _ in range(steps)])
+    dataset = tf.data.Dataset.from_tensor_slices({k: v[order] for k, v in arrays.items()}
+                                                 ).batch(args.batch_size)
 
-  source = convert.read_source(ref.minilm_dir())
   encoder_config = source.config.model
   dropout = 0.0 if args.no_dropout else 0.1
   if args.no_dropout:
@@ -83,11 +101,17 @@ def main():
                           adam_bias_correction=True, dropout_rate=dropout, num_train_epochs=1)
   model = build_finetune_model(model_for_task(config, encoder_config))
   convert.restore_into(source, discriminator=model.encoder)
-  model.head.start_end.kernel.assign(reference.qa_outputs.weight.detach().numpy().T)
-  model.head.start_end.bias.assign(reference.qa_outputs.bias.detach().numpy())
+  if args.head == "reference":
+    model.head.start_end.kernel.assign(reference.qa_outputs.weight.detach().numpy().T)
+    model.head.start_end.bias.assign(reference.qa_outputs.bias.detach().numpy())
+  elif args.head == "normal":
+    rng = np.random.default_rng(args.seed)
+    model.head.start_end.kernel.assign(rng.normal(0.0, 0.02, model.head.start_end.kernel.shape))
+  kernel = model.head.start_end.kernel.numpy()
+  print(f"{num_windows} windows, {steps} steps; QA head kernel std {kernel.std():.4f}",
+        flush=True)
   model.compile(optimizer=make_optimizer(config, steps, encoder_config.num_layers))
-  dataset = tf.data.Dataset.from_tensor_slices({k: v[order] for k, v in arrays.items()})
-  model.fit(dataset.batch(args.batch_size), steps_per_epoch=steps, epochs=1, verbose=2)
+  model.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=2)
 
   dev, _, _ = ref.squad_features(tokenizer, dev_ex, args, training=False)
   start_logits, end_logits = [], []
@@ -102,8 +126,9 @@ def main():
                                 np.concatenate(end_logits))
   scores = squad_postprocess.evaluate(builtin.squad_path("dev"), preds, version_2=False,
                                       qas_ids=[e.qas_id for e in dev_ex])
-  print(f"ours, transformers' batch order and head (seed {args.seed}, dropout {dropout}): "
-        f"em {scores['exact_match']:.2f}, f1 {scores['f1']:.2f}")
+  print(f"ours, order {args.order}, head {args.head} "
+        f"(seed {args.seed}, dropout {dropout}): em {scores['exact_match']:.2f}, "
+        f"f1 {scores['f1']:.2f}")
   print(json.dumps({"impl": "ours_same_order", "em": scores["exact_match"], "f1": scores["f1"],
                     "dropout": dropout, **{k: v for k, v in vars(args).items()
                                            if k != "no_dropout"}}))

@@ -267,6 +267,10 @@ FINETUNE_TASKS = ("squad_v1.1", "squad_v2.0", "classification", "movie_reviews",
                   "glue/mrpc", "glue/stsb", "glue/qqp", "glue/mnli", "glue/qnli", "glue/rte")
 
 
+# How fine-tuning heads draw their kernels (FinetuneConfig.head_initializer).
+HEAD_INITIALIZERS = ("truncated_normal", "normal")
+
+
 @dataclasses.dataclass(frozen=True)
 class FinetuneConfig:
   """Hyperparameters of one fine-tuning run (ELECTRA_SPEC section 3 and 5).
@@ -287,6 +291,8 @@ class FinetuneConfig:
     joint_end_head: the authors' end head conditioned on the start (top `beam_size` starts).
     answerable_classifier: SQuAD 2.0 answerability head with loss weight `answerable_weight`.
     n_best_size, max_answer_length: SQuAD post-processing.
+    head_initializer: how task-head kernels are drawn, with the encoder's initializer_range
+      as stddev: "truncated_normal" (the authors') or "normal" (transformers').
   """
 
   task: str = "squad_v1.1"
@@ -313,6 +319,7 @@ class FinetuneConfig:
   max_answer_length: int = 30
   precision: str = "float32"
   log_steps: int = 50
+  head_initializer: str = "truncated_normal"
 
   def __post_init__(self):
     if self.task not in FINETUNE_TASKS:
@@ -328,6 +335,9 @@ class FinetuneConfig:
       raise ConfigError(f"dropout_rate must be in [0, 1), got {self.dropout_rate}")
     if self.precision not in PRECISIONS:
       raise ConfigError(f"unknown precision {self.precision!r}; choose one of {list(PRECISIONS)}")
+    if self.head_initializer not in HEAD_INITIALIZERS:
+      raise ConfigError(f"unknown head_initializer {self.head_initializer!r}; choose one of "
+                        f"{list(HEAD_INITIALIZERS)}")
     if self.is_squad and self.max_query_length + 3 >= self.max_seq_length:
       raise ConfigError(f"max_seq_length {self.max_seq_length} leaves no room for the context "
                         f"after a {self.max_query_length}-token question; raise it")

@@ -95,12 +95,12 @@ class ElectraClassifier(FinetuneModel):
   """
 
   def __init__(self, encoder_config: EncoderConfig, num_labels: int, dropout_rate: float = 0.1,
-               clip_norm: float = 1.0, **kwargs):
+               clip_norm: float = 1.0, head_initializer: str = "truncated_normal", **kwargs):
     kwargs.setdefault("name", "classifier")
     super().__init__(encoder_config, clip_norm, **kwargs)
     self.num_labels = num_labels
     self.head = ClassificationHead(num_labels, dropout_rate, encoder_config.initializer_range,
-                                   name="classifier_head")
+                                   head_initializer, name="classifier_head")
     self.accuracy = None if num_labels == 1 else tf_keras.metrics.Mean("accuracy")
 
   @property
@@ -151,7 +151,7 @@ class ElectraSpanQA(FinetuneModel):
 
   def __init__(self, encoder_config: EncoderConfig, joint_end: bool = False,
                answerable: bool = False, answerable_weight: float = 0.5, beam_size: int = 20,
-               clip_norm: float = 1.0, **kwargs):
+               clip_norm: float = 1.0, head_initializer: str = "truncated_normal", **kwargs):
     kwargs.setdefault("name", "span_qa")
     super().__init__(encoder_config, clip_norm, **kwargs)
     self.joint_end = joint_end
@@ -159,7 +159,8 @@ class ElectraSpanQA(FinetuneModel):
     self.answerable_weight = answerable_weight
     self.beam_size = beam_size
     self.head = SpanHead(joint_end, answerable, beam_size,
-                         initializer_range=encoder_config.initializer_range, name="qa_head")
+                         initializer_range=encoder_config.initializer_range,
+                         initializer=head_initializer, name="qa_head")
     self.start_accuracy = tf_keras.metrics.Mean("start_accuracy")
 
   def call(self, features, training=None):
@@ -218,6 +219,7 @@ def model_for_task(config: FinetuneConfig, encoder_config: EncoderConfig,
     return ElectraSpanQA(encoder_config, joint_end=config.joint_end_head,
                          answerable=config.version_2 and config.answerable_classifier,
                          answerable_weight=config.answerable_weight,
-                         beam_size=config.beam_size, clip_norm=config.clip_norm)
+                         beam_size=config.beam_size, clip_norm=config.clip_norm,
+                         head_initializer=config.head_initializer)
   return ElectraClassifier(encoder_config, num_labels, config.dropout_rate,
-                           clip_norm=config.clip_norm)
+                           clip_norm=config.clip_norm, head_initializer=config.head_initializer)

@@ -5,7 +5,18 @@ from __future__ import annotations
 import tensorflow as tf
 import tf_keras
 
+from electra_tf.config import HEAD_INITIALIZERS
 from electra_tf.model.layers import exact_gelu, truncated_normal
+
+
+def head_initializer(kind: str, stddev: float) -> tf_keras.initializers.Initializer:
+  """The authors' truncated normal (cut at 2 stddev, so its spread is 0.88 * stddev), or a
+  plain normal as transformers' _init_weights."""
+  if kind == "normal":
+    return tf_keras.initializers.RandomNormal(stddev=stddev)
+  if kind == "truncated_normal":
+    return truncated_normal(stddev)
+  raise ValueError(f"unknown head initializer {kind!r}; choose one of {HEAD_INITIALIZERS}")
 
 # Added to the logits of padding positions: exp() of it is 0 in float32, and it stays finite.
 _NEG = -10000.0
@@ -30,14 +41,17 @@ class ClassificationHead(tf_keras.layers.Layer):
   """
 
   def __init__(self, num_labels: int, dropout_rate: float = 0.1,
-               initializer_range: float = 0.02, **kwargs):
+               initializer_range: float = 0.02, initializer: str = "truncated_normal",
+               **kwargs):
     super().__init__(**kwargs)
     self.num_labels = num_labels
     self.dropout_rate = dropout_rate
     self.initializer_range = initializer_range
+    self.initializer = initializer
     self.dropout = tf_keras.layers.Dropout(dropout_rate, name="dropout")
     self.dense = tf_keras.layers.Dense(
-        num_labels, kernel_initializer=truncated_normal(initializer_range), name="dense")
+        num_labels, kernel_initializer=head_initializer(initializer, initializer_range),
+        name="dense")
 
   def call(self, hidden, training=None):
     logits = self.dense(self.dropout(hidden[:, 0], training=training))
@@ -46,29 +60,32 @@ class ClassificationHead(tf_keras.layers.Layer):
   def get_config(self):
     config = super().get_config()
     config.update(num_labels=self.num_labels, dropout_rate=self.dropout_rate,
-                  initializer_range=self.initializer_range)
+                  initializer_range=self.initializer_range, initializer=self.initializer)
     return config
 
 
 class _MLP(tf_keras.layers.Layer):
   """Dense(width, gelu) -> Dense(1), squeezed: the authors' scoring MLP."""
 
-  def __init__(self, width: int, initializer_range: float, **kwargs):
+  def __init__(self, width: int, initializer_range: float,
+               initializer: str = "truncated_normal", **kwargs):
     super().__init__(**kwargs)
     self.width = width
     self.initializer_range = initializer_range
-    self.dense = tf_keras.layers.Dense(width, activation=exact_gelu,
-                                       kernel_initializer=truncated_normal(initializer_range),
-                                       name="dense")
+    self.initializer = initializer
+    self.dense = tf_keras.layers.Dense(
+        width, activation=exact_gelu,
+        kernel_initializer=head_initializer(initializer, initializer_range), name="dense")
     self.score = tf_keras.layers.Dense(
-        1, kernel_initializer=truncated_normal(initializer_range), name="score")
+        1, kernel_initializer=head_initializer(initializer, initializer_range), name="score")
 
   def call(self, features):
     return tf.cast(tf.squeeze(self.score(self.dense(features)), -1), tf.float32)
 
   def get_config(self):
     config = super().get_config()
-    config.update(width=self.width, initializer_range=self.initializer_range)
+    config.update(width=self.width, initializer_range=self.initializer_range,
+                  initializer=self.initializer)
     return config
 
 
@@ -93,18 +110,21 @@ class SpanHead(tf_keras.layers.Layer):
   """
 
   def __init__(self, joint_end: bool = False, answerable: bool = False, beam_size: int = 20,
-               mlp_width: int = 512, initializer_range: float = 0.02, **kwargs):
+               mlp_width: int = 512, initializer_range: float = 0.02,
+               initializer: str = "truncated_normal", **kwargs):
     super().__init__(**kwargs)
     self.joint_end = joint_end
     self.answerable = answerable
     self.beam_size = beam_size
     self.mlp_width = mlp_width
     self.initializer_range = initializer_range
+    self.initializer = initializer
     self.start_end = tf_keras.layers.Dense(
-        1 if joint_end else 2, kernel_initializer=truncated_normal(initializer_range),
-        name="start_end")
-    self.end_mlp = _MLP(mlp_width, initializer_range, name="end") if joint_end else None
-    self.answer_mlp = (_MLP(mlp_width, initializer_range, name="answerable")
+        1 if joint_end else 2,
+        kernel_initializer=head_initializer(initializer, initializer_range), name="start_end")
+    self.end_mlp = (_MLP(mlp_width, initializer_range, initializer, name="end")
+                    if joint_end else None)
+    self.answer_mlp = (_MLP(mlp_width, initializer_range, initializer, name="answerable")
                        if answerable else None)
 
   def _end_given_start(self, hidden, start_hidden, mask):
@@ -139,5 +159,5 @@ class SpanHead(tf_keras.layers.Layer):
     config = super().get_config()
     config.update(joint_end=self.joint_end, answerable=self.answerable,
                   beam_size=self.beam_size, mlp_width=self.mlp_width,
-                  initializer_range=self.initializer_range)
+                  initializer_range=self.initializer_range, initializer=self.initializer)
     return config

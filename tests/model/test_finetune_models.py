@@ -148,3 +148,29 @@ def test_layerwise_decay_scales_each_layer(authors):
     seen.add(expected)
     np.testing.assert_allclose(step, expected, rtol=1e-3, err_msg=v.name)
   assert len(seen) == n + 2  # head, each layer, embeddings
+
+
+@pytest.mark.parametrize("kind, spread, bound", [("truncated_normal", 0.0176, 0.04),
+                                                 ("normal", 0.02, None)])
+def test_head_initializer_draws_the_named_distribution(kind, spread, bound):
+  from electra_tf.config import FinetuneConfig
+  from electra_tf.model.finetune_models import model_for_task
+
+  wide = EncoderConfig(**{**ENC.to_dict(), "hidden_size": 4096, "intermediate_size": 32})
+  model = model_for_task(FinetuneConfig(task="squad_v1.1", max_seq_length=16,
+                                        max_query_length=4, head_initializer=kind), wide)
+  model.head(tf.zeros([1, 16, 4096]), tf.ones([1, 16], tf.int32))
+  kernel = model.head.start_end.kernel.numpy()
+  # 8,192 draws: the spread is known to about 1%; truncation at 2 stddev caps every value.
+  assert abs(kernel.std() - spread) < 0.0008, (kind, kernel.std())
+  if bound is None:
+    assert np.abs(kernel).max() > 0.045  # P(all 8,192 within 2.25 stddev) is about 1e-86
+  else:
+    assert np.abs(kernel).max() <= bound
+
+
+def test_an_unknown_head_initializer_is_refused():
+  from electra_tf.config import ConfigError, FinetuneConfig
+
+  with pytest.raises(ConfigError, match="head_initializer 'glorot'"):
+    FinetuneConfig(head_initializer="glorot")
