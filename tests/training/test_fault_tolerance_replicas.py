@@ -1,9 +1,9 @@
 """A kill and resume of pretrain.py on two CPU replicas (MirroredStrategy).
 
-On two CPU replicas training is not bitwise reproducible across processes: resumed runs
-drifted from the undisturbed one by ~1 float32 ulp per resume (1.2e-7 after 6 steps), up
-to 2.6e-5 in weights and a 0.4% relative change of the word embeddings after 30 steps with
-three kills; the cause is not found (README, "Preemption and failures"). So the exact
+On two CPU replicas a resumed run is not bitwise equal to the undisturbed one, though two
+undisturbed runs are: resumes at steps 6 and 8 were exact, a resume at step 12 or 14
+differed from its first step on (up to 0.011 in a weight after 30 steps), a resume at 22 by
+about 2e-8; the cause is not found (README, "Preemption and failures"). So the exact
 part is checked where it lives: `tests/data/test_data_pipeline.py` checks that the
 two-replica input stream resumes exactly. Here the run is killed, resumes from the right
 checkpoint, finishes, and ends near the undisturbed weights (relative L2 drift < 2% per
