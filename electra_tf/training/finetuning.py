@@ -84,6 +84,13 @@ def _check_run_config(output_dir: str, record: dict[str, Any]) -> None:
     return
   with open(path, encoding="utf-8") as f:
     saved = json.load(f)
+  # Through the config classes, a field added since the run began reads as its default.
+  for key, cls in (("encoder", EncoderConfig), ("finetune", FinetuneConfig)):
+    if isinstance(saved.get(key), dict):
+      try:
+        saved[key] = cls.from_dict(saved[key]).to_dict()
+      except (ValueError, TypeError):
+        pass  # compared as written: the message below names the fields that differ
   keys = ("task", "encoder", "finetune")
   diffs = [k for k in keys if saved.get(k) != record.get(k)]
   if diffs:
