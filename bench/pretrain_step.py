@@ -75,7 +75,8 @@ def time_fit(model, dataset, steps: int, per_call: int) -> tuple[float, list[flo
   return compile_s, times
 
 
-def run_ours(config, xla: bool, steps: int, per_call: int):
+def build_ours(config, xla: bool, per_call: int):
+  """(our compiled pretrainer, the fixed synthetic batch repeated) in `config.precision`."""
   import tensorflow as tf
 
   from electra_tf.training import pretraining, strategy
@@ -83,7 +84,11 @@ def run_ours(config, xla: bool, steps: int, per_call: int):
   strategy.set_precision(config.precision)
   model = pretraining.build_model(config.replace(steps_per_execution=per_call),
                                   tf.distribute.get_strategy(), jit_compile=xla)
-  dataset = tf.data.Dataset.from_tensors(synthetic_batch(config)).repeat()
+  return model, tf.data.Dataset.from_tensors(synthetic_batch(config)).repeat()
+
+
+def run_ours(config, xla: bool, steps: int, per_call: int):
+  model, dataset = build_ours(config, xla, per_call)
   return time_fit(model, dataset, steps, per_call)
 
 

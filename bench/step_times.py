@@ -28,18 +28,13 @@ def main():
   parser.add_argument("--precision", default="mixed_bfloat16")
   parser.add_argument("--steps", type=int, default=12)
   args = parser.parse_args()
-  import tensorflow as tf
-  from pretrain_step import synthetic_batch
+  from pretrain_step import build_ours
 
   import configs
-  from electra_tf.training import pretraining, strategy
 
   config = configs.get(args.preset).replace(batch_size=args.batch_size,
                                             precision=args.precision)
-  strategy.set_precision(config.precision)
-  model = pretraining.build_model(config.replace(steps_per_execution=1),
-                                  tf.distribute.get_strategy(), jit_compile=False)
-  dataset = tf.data.Dataset.from_tensors(synthetic_batch(config)).repeat()
+  model, dataset = build_ours(config, xla=False, per_call=1)
   model.fit(dataset, steps_per_epoch=1, epochs=1, verbose=0)  # tracing
   walls = []
   for step in range(args.steps):
