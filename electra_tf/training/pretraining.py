@@ -75,6 +75,22 @@ def _is_multi_worker(strategy) -> bool:
   return sum(len(tasks) for tasks in resolver.cluster_spec().as_dict().values()) > 1
 
 
+def keep_replica_copies_equal() -> None:
+  """Stops Grappler rewriting each replica's optimizer update with different rounding.
+
+  Under MirroredStrategy every replica applies the (identical, all-reduced) gradients to
+  its own copy of the weights. With Grappler's constant folding and arithmetic
+  optimisation on, the copies on two CPU devices drifted apart by an ulp within 4 steps
+  (gradients and Adam moments stayed equal, the step applied to the weights did not),
+  and a checkpoint keeps only the first copy, so a resumed run went on from other weights
+  than the run it continued. Either pass off keeps the copies bit-equal; both are turned
+  off, which costs a few scalar ops per step. Must run before the train function is first
+  called.
+  """
+  tf.config.optimizer.set_experimental_options(
+      {"constant_folding": False, "arithmetic_optimization": False})
+
+
 def build_model(config: PretrainConfig, strategy, jit_compile: bool = False):
   """The compiled ElectraPretrainer and its optimizer, created under `strategy`."""
   with strategy.scope():
@@ -151,6 +167,8 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
   tf_keras.utils.set_random_seed(config.seed)
   if config.deterministic:
     tf.config.experimental.enable_op_determinism()
+    if strategy.num_replicas_in_sync > 1:
+      keep_replica_copies_equal()
   run_ckpt_dir = os.path.join(model_dir, artifacts.CHECKPOINT_SUBDIR)
   latest = checkpoints.newest(run_ckpt_dir)
   data_info = {"vocab_md5": data.vocab.md5, "vocab_size": data.vocab.size,

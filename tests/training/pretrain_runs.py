@@ -71,21 +71,6 @@ def common_args(model_dir, shards, *extra):
           "--learning_rate=1e-3", "--warmup_steps=4", *extra]
 
 
-def assert_close_in_norm(expected_prefix: str, actual_prefix: str, context: str,
-                         tolerance: float):
-  """Every model weight tensor within `tolerance` of the expected one in relative L2 norm."""
-  expected, actual = checkpoint_values(expected_prefix), checkpoint_values(actual_prefix)
-  # The key projection's bias has an exactly zero gradient (softmax ignores a shift shared
-  # by all keys), so Adam turns rounding noise into its steps: nothing to compare there.
-  weights = [n for n in expected if n.startswith("model/") and "OPTIMIZER_SLOT" not in n
-             and "_key_dense/bias" not in n]
-  assert len(weights) > 50, context
-  for name in weights:
-    reference = np.linalg.norm(expected[name].astype(np.float64))
-    drift = np.linalg.norm(actual[name].astype(np.float64) - expected[name])
-    assert drift <= tolerance * reference, (name, drift / reference, context)
-
-
 def kill_and_resume(tmp_path, shards, extra):
   """Runs to the end undisturbed, then again with random interruptions and restarts, and
   compares the final states (see test_fault_tolerance.py)."""
