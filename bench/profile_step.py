@@ -26,6 +26,7 @@ import collections
 import glob
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -57,8 +58,22 @@ def _block(out):
       return
 
 
-def op_breakdown(trace_dir: str, top: int) -> list[tuple[str, float, int]]:
-  """(op type, seconds, count) summed over the host plane's TF op events, biggest first."""
+def matmul_site(scope: str) -> str:
+  """A matmul op's place in the model with layer numbers folded: "disc .../_query_dense"."""
+  backward = "gradient" in scope
+  scope = re.sub(r"^.*?(generator|discriminator)/", r"\1/", scope)
+  scope = re.sub(r"/(blocks/\d+|layer_\d+)/", "/layer_*/", scope)
+  scope = re.sub(r"/(einsum|Einsum|MatMul|BiasAdd|Tensordot)[^/]*(/.*)?$", "", scope)
+  scope = re.sub(r"_grad$|gradients?/", "", scope)
+  return ("bwd " if backward else "fwd ") + scope
+
+
+def op_breakdown(trace_dir: str, top: int, group=None) -> list[tuple[str, float, int]]:
+  """(op type, seconds, count) summed over the host plane's TF op events, biggest first.
+
+  With `group` (a function of the op's scope), only matmul-like ops are counted, keyed by
+  group(scope) instead of the op type.
+  """
   from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
   paths = glob.glob(os.path.join(trace_dir, "**", "*.xplane.pb"), recursive=True)
@@ -81,7 +96,11 @@ def op_breakdown(trace_dir: str, top: int) -> list[tuple[str, float, int]]:
           # which enclose the ops they run.
           if ":" not in name or "::" in name:
             continue
-          op_type = name.rsplit(":", 1)[1]
+          scope, op_type = name.rsplit(":", 1)
+          if group is not None:
+            if "Einsum" not in op_type and "MatMul" not in op_type:
+              continue
+            op_type = group(scope)
           totals[op_type] += event.duration_ps / 1e12
           counts[op_type] += 1
   ranked = sorted(totals.items(), key=lambda kv: -kv[1])[:top]
@@ -163,6 +182,11 @@ def main():
   for name, seconds, count in ops:
     print(f"{name:32} {seconds / args.trace_steps * 1e3:9.1f} {seconds / total:7.1%} "
           f"{count / args.trace_steps:10.0f}")
+  sites = op_breakdown(trace_dir, args.top, group=matmul_site)
+  print("\nmatmul time by place in the model, layers folded (share of all op time)")
+  print(f"{'place':64} {'ms/step':>9} {'share':>7}")
+  for name, seconds, _ in sites:
+    print(f"{name[:64]:64} {seconds / args.trace_steps * 1e3:9.1f} {seconds / total:7.1%}")
   print(json.dumps({"preset": args.preset, "precision": args.precision, "xla": args.xla,
                     "batch_size": config.batch_size, "tokens_per_s": round(tokens / full, 1),
                     "phases_ms": {n: round(s * 1e3, 1) for n, s in rows},
