@@ -16,7 +16,9 @@ full step and the model FLOPs per second it reaches:
 Then it traces `--trace_steps` full steps with the TF profiler and sums the host time of each
 op type (MatMul, _FusedMatMul, Softmax, ...). Op times on different threads overlap, so the
 shares are of summed op time, not of wall time. Under XLA the ops are fused into clusters
-and the breakdown shows the clusters instead.
+and the breakdown shows the clusters instead. Last, the matmul-like ops (einsums and matmuls)
+are summed by their place in the model, forward and backward apart, with layer numbers
+folded ("bwd discriminator/encoder/layer_*/intermediate").
 """
 
 from __future__ import annotations
