@@ -18,13 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+from profile_step import median_seconds  # noqa: E402
 
 
 def products(config, batch_size: int) -> list[tuple[str, int, int, int, int, int]]:
@@ -78,16 +78,7 @@ def time_product(batch: int, m: int, k: int, n: int, dtype, reps: int, chain: in
   calls = [chained(lambda i: tf.matmul(xs[i], ws[i])),
            chained(lambda i: tf.matmul(dys[i], ws[i], transpose_b=True)),
            chained(lambda i: tf.matmul(xs[i], dys[i], transpose_a=True))]
-  total = 0.0
-  for call in calls:
-    call()[-1].numpy()
-    times = []
-    for _ in range(reps):
-      start = time.perf_counter()
-      call()[-1].numpy()
-      times.append(time.perf_counter() - start)
-    total += statistics.median(times) / chain
-  return total
+  return sum(median_seconds(call, reps) for call in calls) / chain
 
 
 def main():
