@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import tensorflow as tf
 import tf_keras
 from official.nlp.modeling import layers as nlp_layers
@@ -13,9 +15,71 @@ def truncated_normal(stddev: float) -> tf_keras.initializers.Initializer:
   return tf_keras.initializers.TruncatedNormal(stddev=stddev)
 
 
-def exact_gelu(x: tf.Tensor) -> tf.Tensor:
-  """GELU with the erf form, as in BERT and ELECTRA (not the tanh approximation)."""
-  return tf.nn.gelu(x, approximate=False)
+_SQRT_HALF = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+@tf.custom_gradient
+def exact_gelu(x: tf.Tensor):
+  """GELU with the erf form, as in BERT and ELECTRA (not the tanh approximation).
+
+  Computed in float32 whatever x's dtype (Model Garden keeps the activation in float32
+  under mixed bfloat16), returned in x's dtype. The gradient is written out,
+  Phi(x) + x * phi(x) from the saved Phi(x): fewer elementwise passes over the FFN's
+  [tokens, 4H] activations than differentiating tf.nn.gelu op by op (2% of the small
+  bfloat16 pretraining step on CPU, README "Where the time goes").
+  """
+  z = tf.cast(x, tf.float32)
+  cdf = 0.5 * tf.math.erfc(z * -_SQRT_HALF)
+
+  def grad(upstream):
+    pdf = tf.exp(-0.5 * tf.square(z)) * _INV_SQRT_2PI
+    return tf.cast(tf.cast(upstream, tf.float32) * (cdf + z * pdf), upstream.dtype)
+
+  return tf.cast(z * cdf, x.dtype), grad
+
+
+def _layer_norm(x: tf.Tensor, gamma: tf.Tensor, beta: tf.Tensor, epsilon: float) -> tf.Tensor:
+  """LayerNorm over the last axis with its gradient written out (float32 x, gamma, beta)."""
+
+  @tf.custom_gradient
+  def norm(x, gamma, beta):
+    mean = tf.reduce_mean(x, axis=-1, keepdims=True)
+    centred = x - mean
+    rstd = tf.math.rsqrt(tf.reduce_mean(tf.square(centred), axis=-1, keepdims=True) + epsilon)
+    normed = centred * rstd
+
+    def grad(upstream):
+      outer = list(range(len(upstream.shape) - 1))
+      d_gamma = tf.reduce_sum(upstream * normed, axis=outer)
+      d_beta = tf.reduce_sum(upstream, axis=outer)
+      d_normed = upstream * gamma
+      d_x = rstd * (d_normed - tf.reduce_mean(d_normed, axis=-1, keepdims=True)
+                    - normed * tf.reduce_mean(d_normed * normed, axis=-1, keepdims=True))
+      return d_x, d_gamma, d_beta
+
+    return normed * gamma + beta, grad
+
+  return norm(x, gamma, beta)
+
+
+class LayerNorm(tf_keras.layers.LayerNormalization):
+  """Keras LayerNormalization (same variables and config) with a written-out gradient.
+
+  Differentiating Keras' moments + batch_normalization op by op takes more elementwise
+  passes than the closed form d_x = rstd * (g - mean(g) - x_hat * mean(g * x_hat)) with
+  g = upstream * gamma (about 3% of the small bfloat16 pretraining step on CPU). Only the
+  last-axis, centred and scaled float32 case is taken over; anything else is Keras' own.
+  """
+
+  def call(self, inputs):
+    if not (self.axis == [len(inputs.shape) - 1] and self.center and self.scale
+            and self.compute_dtype == "float32"):
+      return super().call(inputs)
+    # Values, not variables, go into the custom gradient (it then needs no `variables`
+    # argument); the reads carry the gradient on to the variables.
+    return _layer_norm(tf.cast(inputs, tf.float32), tf.convert_to_tensor(self.gamma),
+                       tf.convert_to_tensor(self.beta), self.epsilon)
 
 
 class ElectraEmbeddings(tf_keras.layers.Layer):
@@ -53,8 +117,7 @@ class ElectraEmbeddings(tf_keras.layers.Layer):
     self.initializer_range = initializer_range
     self.layer_norm_eps = layer_norm_eps
     # float32 LayerNorm keeps mixed-precision statistics stable (Model Garden does the same).
-    self.layer_norm = tf_keras.layers.LayerNormalization(
-        epsilon=layer_norm_eps, dtype=tf.float32, name="layer_norm")
+    self.layer_norm = LayerNorm(epsilon=layer_norm_eps, dtype=tf.float32, name="layer_norm")
     self.dropout = SeededDropout(dropout_rate, name="dropout")
 
   def build(self, input_shape):
@@ -115,6 +178,9 @@ class ElectraTransformerBlock(nlp_layers.TransformerEncoderBlock):
                                             name="attention_dropout")
     self._inner_dropout_layer = SeededDropout(self._inner_dropout, name="inner_dropout")
     self._output_dropout = SeededDropout(self._output_dropout_rate, name="output_dropout")
+    # Unbuilt too: the same LayerNorms with the written-out gradient.
+    self._attention_layer_norm = LayerNorm.from_config(self._attention_layer_norm.get_config())
+    self._output_layer_norm = LayerNorm.from_config(self._output_layer_norm.get_config())
 
 
 def transformer_block(hidden_size: int, num_heads: int, intermediate_size: int,

@@ -1,0 +1,58 @@
+"""The written-out gradients of exact_gelu and LayerNorm equal TensorFlow's autodiff."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras
+
+from electra_tf.model import layers
+
+
+def _value_and_grads(fn, x, params=()):
+  # bfloat16-representable, so a bfloat16 gradient gets it unrounded.
+  upstream = tf.cast(tf.cast(tf.random.stateless_normal(x.shape, seed=[5, 6]), tf.bfloat16),
+                     tf.float32)
+  with tf.GradientTape() as tape:
+    tape.watch(x)
+    y = fn(x)
+    loss = tf.reduce_sum(tf.cast(y, tf.float32) * upstream)
+  return [y] + tape.gradient(loss, [x, *params])
+
+
+def test_exact_gelu_matches_tf_gelu_float32():
+  x = tf.random.stateless_normal([64, 96], seed=[1, 2]) * 3.0
+  ours = _value_and_grads(layers.exact_gelu, x)
+  ref = _value_and_grads(lambda t: tf.nn.gelu(t, approximate=False), x)
+  for a, b in zip(ours, ref):
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=2e-6, atol=2e-6)
+
+
+def test_exact_gelu_bfloat16_rounds_the_float32_result():
+  x32 = tf.random.stateless_normal([64, 96], seed=[3, 4]) * 3.0
+  x = tf.cast(x32, tf.bfloat16)
+  y, dx = _value_and_grads(layers.exact_gelu, x)
+  assert y.dtype == tf.bfloat16 and dx.dtype == tf.bfloat16
+  y_ref, dx_ref = _value_and_grads(lambda t: tf.nn.gelu(t, approximate=False),
+                                   tf.cast(x, tf.float32))
+  # Computed in float32 and rounded once: within one bfloat16 ulp (2**-8 relative).
+  np.testing.assert_allclose(tf.cast(y, tf.float32), y_ref, rtol=2**-8, atol=1e-6)
+  np.testing.assert_allclose(tf.cast(dx, tf.float32), dx_ref, rtol=2**-8, atol=1e-3)
+
+
+@pytest.mark.parametrize("shape", [(4, 16, 32), (8, 48)])
+def test_layer_norm_matches_keras(shape):
+  x = tf.random.stateless_normal(shape, seed=[7, 8]) * 2.0 + 0.5
+  ours = layers.LayerNorm(epsilon=1e-12, dtype=tf.float32)
+  ref = tf_keras.layers.LayerNormalization(epsilon=1e-12, dtype=tf.float32)
+  ours.build(shape)
+  ref.build(shape)
+  for layer in (ours, ref):
+    layer.gamma.assign(tf.random.stateless_normal([shape[-1]], seed=[9, 9]) + 1.0)
+    layer.beta.assign(tf.random.stateless_normal([shape[-1]], seed=[9, 10]))
+  a = _value_and_grads(ours, x, [ours.gamma, ours.beta])
+  b = _value_and_grads(ref, x, [ref.gamma, ref.beta])
+  for got, want in zip(a, b):
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-5, atol=2e-5)
+  # Same variables and names as Keras', so checkpoints load either way.
+  assert [v.name for v in ours.weights] == [v.name.replace(ref.name, ours.name)
+                                            for v in ref.weights]
