@@ -1,0 +1,122 @@
+r"""Our pretraining step beside variants with one optimisation undone, in one process.
+
+  python bench/step_ab.py                                   # small, bfloat16, all variants
+  python bench/step_ab.py --variants=ours,keras_layer_norm --rounds=5
+
+Variants (each rebuilds the model with the earlier code path put back):
+  ours                  the step as it is
+  dropout_32bit_select  32 random bits per element and where(keep, x * scale, 0) (before
+                        2026-11-24's 16-bit draw and one-multiply mask)
+  autodiff_gelu         tf.nn.gelu(approximate=False), differentiated op by op
+  keras_layer_norm      Keras LayerNormalization's own call, differentiated op by op
+
+All variants share the batch and are timed in alternating rounds (median of `--reps`
+steps each), so a slow spell of this shared VM hits them alike. Prints a table and one
+JSON line with each variant's median step in ms and its ratio to ours.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+VARIANTS = ("ours", "dropout_32bit_select", "autodiff_gelu", "keras_layer_norm")
+
+
+@contextlib.contextmanager
+def undone(variant: str):
+  """Within this block, models are built (and traced) with `variant`'s earlier code."""
+  import tensorflow as tf
+  import tf_keras
+
+  from electra_tf.model import dropout, layers
+
+  saved = (dropout.SeededDropout.call, layers.exact_gelu, layers.LayerNorm.call)
+
+  def call_32bit_select(self, inputs, training=None):
+    if self.rate == 0.0 or not training:
+      return inputs
+    base, step = dropout._STEP_SEED.get()
+    seed = tf.stack([tf.constant((base * 1_000_003 + dropout._layer_key(self.name)) % 2**62,
+                                 tf.int64),
+                     tf.cast(step, tf.int64) * 4096 + dropout._replica_id()])
+    bits = tf.random.stateless_uniform(tf.shape(inputs), seed=seed, minval=None,
+                                       maxval=None, dtype=tf.int32)
+    keep = bits >= int(round(self.rate * 2**32)) - 2**31
+    scale = tf.constant(1.0 / (1.0 - self.rate), inputs.dtype)
+    return tf.where(keep, inputs * scale, tf.zeros_like(inputs))
+
+  if variant == "dropout_32bit_select":
+    dropout.SeededDropout.call = call_32bit_select
+  elif variant == "autodiff_gelu":
+    # Read when the blocks are made (transformer_block passes it to Model Garden's block).
+    layers.exact_gelu = lambda x: tf.nn.gelu(x, approximate=False)
+  elif variant == "keras_layer_norm":
+    layers.LayerNorm.call = lambda self, x: tf_keras.layers.LayerNormalization.call(self, x)
+  elif variant != "ours":
+    raise SystemExit(f"error: unknown variant {variant!r}; choose from {', '.join(VARIANTS)}")
+  try:
+    yield
+  finally:
+    dropout.SeededDropout.call, layers.exact_gelu, layers.LayerNorm.call = saved
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser.add_argument("--preset", default="small")
+  parser.add_argument("--batch_size", type=int, default=32)
+  parser.add_argument("--precision", choices=["float32", "bfloat16"], default="bfloat16")
+  parser.add_argument("--variants", default=",".join(VARIANTS))
+  parser.add_argument("--rounds", type=int, default=3)
+  parser.add_argument("--reps", type=int, default=5)
+  args = parser.parse_args()
+  variants = args.variants.split(",")
+
+  import tensorflow as tf
+  from pretrain_step import synthetic_batch
+  from profile_step import median_seconds
+
+  import configs
+  from electra_tf.training import pretraining, strategy
+
+  config = configs.get(args.preset).replace(
+      batch_size=args.batch_size, steps_per_execution=1,
+      precision="mixed_bfloat16" if args.precision == "bfloat16" else "float32")
+  strategy.set_precision(config.precision)
+  batch = {k: tf.constant(v) for k, v in synthetic_batch(config).items()}
+  steps = {}
+  for variant in variants:
+    with undone(variant):
+      model = pretraining.build_model(config, tf.distribute.get_strategy(), jit_compile=False)
+      model.fit(tf.data.Dataset.from_tensors(batch).repeat(), steps_per_epoch=1, verbose=0)
+      steps[variant] = tf.function(lambda m=model: m.train_step(batch))
+      steps[variant]()  # traced here, inside the block
+  times = {v: [] for v in variants}
+  for _ in range(args.rounds):
+    for variant in variants:
+      times[variant].append(median_seconds(steps[variant], args.reps))
+  medians = {v: statistics.median(t) for v, t in times.items()}
+  base = medians.get("ours")
+  print(f"{args.preset}, batch {config.batch_size} x seq {config.max_seq_length}, "
+        f"{args.precision}: {args.rounds} rounds of {args.reps} steps")
+  for variant in variants:
+    ratio = f"{medians[variant] / base:6.3f}x ours" if base else ""
+    rounds = " ".join(f"{t * 1e3:.0f}" for t in times[variant])
+    print(f"{variant:22} {medians[variant] * 1e3:8.1f} ms  {ratio}   rounds: {rounds}")
+  print(json.dumps({"preset": args.preset, "precision": args.precision,
+                    "batch_size": config.batch_size,
+                    "step_ms": {v: round(m * 1e3, 1) for v, m in medians.items()},
+                    "vs_ours": {v: round(m / base, 3) for v, m in medians.items()}
+                    if base else None}))
+
+
+if __name__ == "__main__":
+  main()
