@@ -45,6 +45,23 @@ def synthetic_batch(config, seed: int = 0):
           "masked_lm_ids": masked_ids, "masked_lm_weights": np.ones((B, P), np.float32)}
 
 
+def synthetic_dataset(config):
+  """The synthetic batch repeated, with tf.data autotuning off.
+
+  The timing loop makes one Keras fit call per timed step (or per `per_call` steps), and
+  each call ends by deleting its dataset iterator. With autotuning on, that deletion waits
+  for the autotune thread, whose sleep starts at 10 ms and doubles: the wait ended steps at
+  exactly 2.56 s or 5.12 s (10 + 20 + ... ms), a third or more of our small bfloat16 steps
+  on 2026-11-24. A fixed batch needs no tuning, so both TensorFlow implementations get it
+  off.
+  """
+  import tensorflow as tf
+
+  options = tf.data.Options()
+  options.autotune.enabled = False
+  return tf.data.Dataset.from_tensors(synthetic_batch(config)).repeat().with_options(options)
+
+
 def measure_peak(precision: str) -> float:
   """Best FLOP/s of a 2048^3 tf.matmul in the compute dtype of `precision`."""
   import tensorflow as tf
@@ -84,7 +101,7 @@ def build_ours(config, xla: bool, per_call: int):
   strategy.set_precision(config.precision)
   model = pretraining.build_model(config.replace(steps_per_execution=per_call),
                                   tf.distribute.get_strategy(), jit_compile=xla)
-  return model, tf.data.Dataset.from_tensors(synthetic_batch(config)).repeat()
+  return model, synthetic_dataset(config)
 
 
 def run_ours(config, xla: bool, steps: int, per_call: int):
@@ -147,7 +164,7 @@ def run_tf_models(config, xla: bool, steps: int, per_call: int):
 
   model = Trainer()
   model.compile(optimizer=AdamWeightDecay(1e-4), steps_per_execution=per_call, jit_compile=xla)
-  dataset = tf.data.Dataset.from_tensors(synthetic_batch(config)).repeat()
+  dataset = synthetic_dataset(config)
   return time_fit(model, dataset, steps, per_call)
 
 
