@@ -49,11 +49,10 @@ def synthetic_dataset(config):
   """The synthetic batch repeated, with tf.data autotuning off.
 
   The timing loop makes one Keras fit call per timed step (or per `per_call` steps), and
-  each call ends by deleting its dataset iterator. With autotuning on, that deletion waits
-  for the autotune thread, whose sleep starts at 10 ms and doubles: the wait ended steps at
-  exactly 2.56 s or 5.12 s (10 + 20 + ... ms), a third or more of our small bfloat16 steps
-  on 2026-11-24. A fixed batch needs no tuning, so both TensorFlow implementations get it
-  off.
+  each call ends by deleting its dataset iterator. With autotuning on, steps then ended at
+  exactly 2.56 s or 5.12 s (7 of 16 small bfloat16 steps on 2026-11-24), which is
+  10 + 20 + ... ms: a doubling sleep waited out at the deletion, presumably the autotune
+  loop's. A fixed batch needs no tuning, so both TensorFlow implementations get it off.
   """
   import tensorflow as tf
 
