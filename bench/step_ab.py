@@ -44,11 +44,7 @@ def undone(variant: str):
   def call_32bit_select(self, inputs, training=None):
     if self.rate == 0.0 or not training:
       return inputs
-    base, step = dropout._STEP_SEED.get()
-    seed = tf.stack([tf.constant((base * 1_000_003 + dropout._layer_key(self.name)) % 2**62,
-                                 tf.int64),
-                     tf.cast(step, tf.int64) * 4096 + dropout._replica_id()])
-    bits = tf.random.stateless_uniform(tf.shape(inputs), seed=seed, minval=None,
+    bits = tf.random.stateless_uniform(tf.shape(inputs), seed=self._seed(), minval=None,
                                        maxval=None, dtype=tf.int32)
     keep = bits >= int(round(self.rate * 2**32)) - 2**31
     scale = tf.constant(1.0 / (1.0 - self.rate), inputs.dtype)

@@ -55,19 +55,14 @@ def keep_mask(shape: tf.Tensor, rate: float, seed: tf.Tensor) -> tf.Tensor:
   0.100006).
   """
   static = tf.get_static_value(shape)
-  if static is not None:  # the usual case: sizes known when traced, no dynamic slicing
-    size = int(np.prod(static))
-    words = tf.random.stateless_uniform([(size + 1) // 2], seed=seed, minval=None,
-                                        maxval=None, dtype=tf.int32)
-    halves = tf.reshape(tf.bitcast(words, tf.int16), [-1])
-    if size % 2:
-      halves = halves[:size]
-  else:
-    size = tf.reduce_prod(shape)
-    words = tf.random.stateless_uniform(tf.reshape((size + 1) // 2, [1]), seed=seed,
-                                        minval=None, maxval=None, dtype=tf.int32)
-    halves = tf.reshape(tf.bitcast(words, tf.int16), [-1])[:size]
-  threshold = int(round(rate * 2**16)) - 2**15  # P(halves >= threshold) = 1 - drop prob.
+  # Sizes are usually known when traced; then an even count needs no slice.
+  size = int(np.prod(static)) if static is not None else tf.reduce_prod(shape)
+  words = tf.random.stateless_uniform(tf.reshape((size + 1) // 2, [1]), seed=seed,
+                                      minval=None, maxval=None, dtype=tf.int32)
+  halves = tf.reshape(tf.bitcast(words, tf.int16), [-1])
+  if static is None or size % 2:
+    halves = halves[:size]
+  threshold = round(drop_probability(rate) * 2**16) - 2**15  # P(halves >= threshold) = 1 - p
   return tf.reshape(halves >= threshold, shape)
 
 
@@ -106,30 +101,29 @@ class SeededDropout(tf_keras.layers.Layer):
       training = tf_keras.backend.learning_phase()
     if self.rate == 0.0 or training is False or training == 0:
       return inputs
-    dropped = _apply_mask(inputs, self.scaled_mask(tf.shape(inputs), inputs.dtype))
+    dropped = _apply_mask(inputs, self._scaled_mask(tf.shape(inputs), inputs.dtype))
     if training is True or training == 1:
       return dropped
     return tf.cond(tf.cast(training, tf.bool), lambda: dropped, lambda: inputs)
 
-  def scaled_mask(self, shape: tf.Tensor, dtype: tf.DType) -> tf.Tensor:
-    """The multiplier this layer applies in training: 0 or 1 / (1 - p) per element.
+  def _seed(self) -> tf.Tensor:
+    """The stateless seed of this site within `step_seed`: (seed, step, place, replica).
 
-    Within `step_seed`, a function of (seed, step, this layer's place, replica); elsewhere
-    drawn from TensorFlow's stateful random ops.
+    The key hashes the traced name scope and this layer's name.
     """
-    if self.rate == 0.0:
-      return tf.ones(shape, dtype)
-    current = _STEP_SEED.get()
-    if current is None:
+    base, step = _STEP_SEED.get()
+    return tf.stack([tf.constant((base * 1_000_003 + _layer_key(self.name)) % 2**62, tf.int64),
+                     tf.cast(step, tf.int64) * 4096 + _replica_id()])
+
+  def _scaled_mask(self, shape: tf.Tensor, dtype: tf.DType) -> tf.Tensor:
+    """The multiplier applied in training: 0 or 1 / (1 - p) per element.
+
+    Within `step_seed`, drawn from `_seed()`; elsewhere from TensorFlow's stateful random ops.
+    """
+    if _STEP_SEED.get() is None:
       keep = tf.random.uniform(shape) >= drop_probability(self.rate)
     else:
-      base, step = current
-      # The key hashes the traced name scope and this layer's name: distinct for every
-      # dropout site, also if a caller draws a mask outside this layer's own scope.
-      seed = tf.stack([tf.constant((base * 1_000_003 + _layer_key(self.name)) % 2**62,
-                                   tf.int64),
-                       tf.cast(step, tf.int64) * 4096 + _replica_id()])
-      keep = keep_mask(shape, self.rate, seed)
+      keep = keep_mask(shape, self.rate, self._seed())
     # The scale uses the realised drop probability, so E[output] = inputs exactly. A cast
     # and a scalar multiply are about 3x faster on CPU than a select with broadcast scalars.
     return tf.cast(keep, dtype) * tf.constant(1.0 / (1.0 - drop_probability(self.rate)), dtype)
