@@ -9,6 +9,9 @@ Variants (each rebuilds the model with the earlier code path put back):
                         2026-11-24's 16-bit draw and one-multiply mask)
   autodiff_gelu         tf.nn.gelu(approximate=False), differentiated op by op
   keras_layer_norm      Keras LayerNormalization's own call, differentiated op by op
+  keras_attention       Keras MultiHeadAttention's einsums for the scores and the context
+                        (before the heads-major batched matmuls)
+  tf_cross_entropy      tf.nn.sparse_softmax_cross_entropy_with_logits for the generator loss
 
 All variants share the batch and are timed in alternating rounds (median of `--reps`
 steps each), so a slow spell of this shared VM hits them alike. Prints a table and one
@@ -28,7 +31,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-VARIANTS = ("ours", "dropout_32bit_select", "autodiff_gelu", "keras_layer_norm")
+VARIANTS = ("ours", "dropout_32bit_select", "autodiff_gelu", "keras_layer_norm",
+            "keras_attention", "tf_cross_entropy")
 
 
 @contextlib.contextmanager
@@ -37,9 +41,10 @@ def undone(variant: str):
   import tensorflow as tf
   import tf_keras
 
-  from electra_tf.model import dropout, layers
+  from electra_tf.model import dropout, layers, rtd
 
-  saved = (dropout.SeededDropout.call, layers.exact_gelu, layers.LayerNorm.call)
+  saved = (dropout.SeededDropout.call, layers.exact_gelu, layers.LayerNorm.call,
+           layers._SeededAttention._compute_attention, rtd.sparse_cross_entropy)
 
   def call_32bit_select(self, inputs, training=None):
     if self.rate == 0.0 or not training:
@@ -57,12 +62,19 @@ def undone(variant: str):
     layers.exact_gelu = lambda x: tf.nn.gelu(x, approximate=False)
   elif variant == "keras_layer_norm":
     layers.LayerNorm.call = lambda self, x: tf_keras.layers.LayerNormalization.call(self, x)
+  elif variant == "keras_attention":
+    layers._SeededAttention._compute_attention = (
+        tf_keras.layers.MultiHeadAttention._compute_attention)
+  elif variant == "tf_cross_entropy":
+    rtd.sparse_cross_entropy = lambda logits, labels: (
+        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
   elif variant != "ours":
     raise SystemExit(f"error: unknown variant {variant!r}; choose from {', '.join(VARIANTS)}")
   try:
     yield
   finally:
-    dropout.SeededDropout.call, layers.exact_gelu, layers.LayerNorm.call = saved
+    (dropout.SeededDropout.call, layers.exact_gelu, layers.LayerNorm.call,
+     layers._SeededAttention._compute_attention, rtd.sparse_cross_entropy) = saved
 
 
 def main():

@@ -143,8 +143,46 @@ def mlm_loss_terms(logits: tf.Tensor, target_ids: tf.Tensor,
   Returns:
     (sum of weighted cross-entropies, sum of weights): scalars.
   """
-  ce = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=target_ids, logits=logits)
+  ce = sparse_cross_entropy(logits, target_ids)
   return tf.reduce_sum(ce * weights), tf.reduce_sum(weights)
+
+
+@tf.custom_gradient
+def sparse_cross_entropy(logits: tf.Tensor, labels: tf.Tensor):
+  """-log softmax(logits)[label] along the last axis, as tf.nn.sparse_softmax_cross_entropy.
+
+  The same values and gradient (softmax - one_hot(label)), written out because TF's CPU
+  kernel is slower at generator size: [640, 30522] forward and backward take 84 ms with
+  it and 46 ms with this; the small step is 1.3% faster
+  (`python bench/step_ab.py --variants=ours,tf_cross_entropy`). The gradient reuses the
+  forward pass's exponentials and writes the -1 at each label with one scatter, so no
+  [..., V] one-hot is built. Labels must be in [0, V).
+
+  Args:
+    logits: float [..., V].
+    labels: int [...].
+
+  Returns:
+    float [...] cross-entropies.
+  """
+  vocab_size = tf.shape(logits)[-1]
+  flat = tf.reshape(logits, [-1, vocab_size])
+  flat_labels = tf.reshape(tf.cast(labels, tf.int32), [-1])
+  peak = tf.stop_gradient(tf.reduce_max(flat, axis=-1, keepdims=True))
+  exps = tf.exp(flat - peak)
+  total = tf.reduce_sum(exps, axis=-1, keepdims=True)
+  picked = tf.gather(flat, flat_labels[:, tf.newaxis], batch_dims=1)
+  ce = tf.reshape(peak + tf.math.log(total) - picked, tf.shape(labels))
+
+  def grad(upstream):
+    upstream = tf.reshape(tf.cast(upstream, flat.dtype), [-1])
+    dlogits = exps * (upstream[:, tf.newaxis] / total)
+    rows = tf.range(tf.shape(flat_labels)[0])
+    dlogits = tf.tensor_scatter_nd_sub(dlogits, tf.stack([rows, flat_labels], axis=1),
+                                       upstream)
+    return tf.reshape(dlogits, tf.shape(logits)), None
+
+  return ce, grad
 
 
 def rtd_loss_terms(logits: tf.Tensor, labels: tf.Tensor,

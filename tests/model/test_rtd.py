@@ -1,6 +1,7 @@
 """Golden values for sampling, corruption, labels and losses on a 10-token vocabulary."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from electra_tf.model import rtd
@@ -99,3 +100,29 @@ def test_two_level_search_matches_a_float64_inverse_cdf():
     assert (got != want).sum() <= 1, (got != want).sum()  # float32 rounding at a boundary
     if blocked is not None:
       assert not (got == blocked).any()
+
+
+@pytest.mark.parametrize("shape", [(5, 7), (2, 3, 11)])
+def test_sparse_cross_entropy_matches_tf_values_and_gradients(shape):
+  rng = np.random.default_rng(1)
+  logits = tf.constant(rng.normal(scale=4.0, size=shape).astype(np.float32))
+  labels = tf.constant(rng.integers(0, shape[-1], size=shape[:-1]).astype(np.int32))
+  # Uneven upstream weights, so a gradient that ignored them would fail.
+  weights = tf.constant(rng.uniform(0.1, 2.0, size=shape[:-1]).astype(np.float32))
+
+  def loss_and_grad(fn):
+    with tf.GradientTape() as tape:
+      tape.watch(logits)
+      ce = fn(logits, labels)
+      loss = tf.reduce_sum(ce * weights)
+    return ce, tape.gradient(loss, logits)
+
+  ours, ours_grad = loss_and_grad(rtd.sparse_cross_entropy)
+  ref, ref_grad = loss_and_grad(
+      lambda x, y: tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=x))
+  assert ours.shape == ref.shape == shape[:-1]
+  np.testing.assert_allclose(ours.numpy(), ref.numpy(), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(ours_grad.numpy(), ref_grad.numpy(), rtol=1e-5, atol=1e-6)
+  # Large logits: the max is subtracted before exp, so nothing overflows.
+  big, _ = loss_and_grad(lambda x, y: rtd.sparse_cross_entropy(x * 100.0, y))
+  assert np.isfinite(big.numpy()).all()
