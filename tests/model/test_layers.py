@@ -56,3 +56,29 @@ def test_layer_norm_matches_keras(shape):
   # Same variables and names as Keras', so checkpoints load either way.
   assert [v.name for v in ours.weights] == [v.name.replace(ref.name, ours.name)
                                             for v in ref.weights]
+
+
+def test_attention_matches_keras_einsums_with_a_padding_mask():
+  # Two heads and a padded second example: our batched matmuls on heads-major copies must
+  # give Keras' einsum attention output and gradients, with the same variables.
+  x = tf.random.stateless_normal([2, 5, 8], seed=[3, 4])
+  input_mask = tf.constant([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], tf.int32)
+  attention_mask = tf.cast(input_mask[:, tf.newaxis, :] * tf.ones([2, 5, 1], tf.int32), bool)
+  ours = layers._SeededAttention(num_heads=2, key_dim=4, dropout=0.1)
+  ref = tf_keras.layers.MultiHeadAttention(num_heads=2, key_dim=4, dropout=0.1)
+  ours(x, x, attention_mask=attention_mask)
+  ref(x, x, attention_mask=attention_mask)
+  ref.set_weights(ours.get_weights())
+
+  def run(layer):
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      y, probs = layer(x, x, attention_mask=attention_mask, return_attention_scores=True)
+      loss = tf.reduce_sum(y * tf.range(1.0, 9.0))
+    return [y, probs] + tape.gradient(loss, [x] + layer.trainable_variables)
+
+  for a, b in zip(run(ours), run(ref)):
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+  # The padded keys get no attention.
+  _, probs = ours(x, x, attention_mask=attention_mask, return_attention_scores=True)
+  assert np.abs(probs.numpy()[1, :, :, 3:]).max() < 1e-6
