@@ -43,8 +43,11 @@ def undone(variant: str):
 
   from electra_tf.model import dropout, layers, rtd
 
-  saved = (dropout.SeededDropout.call, layers.exact_gelu, layers.LayerNorm.call,
-           layers._SeededAttention._compute_attention, rtd.sparse_cross_entropy)
+  # Every attribute a variant may replace, restored on the way out.
+  patchable = [(dropout.SeededDropout, "call"), (layers, "exact_gelu"),
+               (layers.LayerNorm, "call"), (layers._SeededAttention, "_compute_attention"),
+               (rtd, "sparse_cross_entropy")]
+  saved = [(owner, name, getattr(owner, name)) for owner, name in patchable]
 
   def call_32bit_select(self, inputs, training=None):
     if self.rate == 0.0 or not training:
@@ -73,8 +76,8 @@ def undone(variant: str):
   try:
     yield
   finally:
-    (dropout.SeededDropout.call, layers.exact_gelu, layers.LayerNorm.call,
-     layers._SeededAttention._compute_attention, rtd.sparse_cross_entropy) = saved
+    for owner, name, value in saved:
+      setattr(owner, name, value)
 
 
 def main():

@@ -168,7 +168,7 @@ def sparse_cross_entropy(logits: tf.Tensor, labels: tf.Tensor):
   vocab_size = tf.shape(logits)[-1]
   flat = tf.reshape(logits, [-1, vocab_size])
   flat_labels = tf.reshape(tf.cast(labels, tf.int32), [-1])
-  peak = tf.stop_gradient(tf.reduce_max(flat, axis=-1, keepdims=True))
+  peak = tf.reduce_max(flat, axis=-1, keepdims=True)
   exps = tf.exp(flat - peak)
   total = tf.reduce_sum(exps, axis=-1, keepdims=True)
   picked = tf.gather(flat, flat_labels[:, tf.newaxis], batch_dims=1)
