@@ -7,6 +7,8 @@ Variants (each rebuilds the model with the earlier code path put back):
   ours                  the step as it is
   dropout_32bit_select  32 random bits per element and where(keep, x * scale, 0) (before
                         2026-11-24's 16-bit draw and one-multiply mask)
+  unfused_gelu          GELU as TensorFlow ops with the written-out gradient (before the
+                        XLA-fused GELU kernels of electra_tf/model/fused.py)
   autodiff_gelu         tf.nn.gelu(approximate=False), differentiated op by op
   keras_layer_norm      Keras LayerNormalization's own call, differentiated op by op
   keras_attention       Keras MultiHeadAttention's einsums for the scores and the context
@@ -31,7 +33,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-VARIANTS = ("ours", "dropout_32bit_select", "autodiff_gelu", "keras_layer_norm",
+VARIANTS = ("ours", "dropout_32bit_select", "unfused_gelu", "autodiff_gelu", "keras_layer_norm",
             "keras_attention", "tf_cross_entropy")
 
 
@@ -41,12 +43,12 @@ def undone(variant: str):
   import tensorflow as tf
   import tf_keras
 
-  from electra_tf.model import dropout, layers, rtd
+  from electra_tf.model import dropout, layers, pretrainer, rtd
 
   # Every attribute a variant may replace, restored on the way out.
   patchable = [(dropout.SeededDropout, "call"), (layers, "exact_gelu"),
                (layers.LayerNorm, "call"), (layers._SeededAttention, "_compute_attention"),
-               (rtd, "sparse_cross_entropy")]
+               (rtd, "sparse_cross_entropy"), (pretrainer.ElectraPretrainer, "_fuse")]
   saved = [(owner, name, getattr(owner, name)) for owner, name in patchable]
 
   def call_32bit_select(self, inputs, training=None):
@@ -60,6 +62,8 @@ def undone(variant: str):
 
   if variant == "dropout_32bit_select":
     dropout.SeededDropout.call = call_32bit_select
+  elif variant == "unfused_gelu":
+    pretrainer.ElectraPretrainer._fuse = lambda self, training: False
   elif variant == "autodiff_gelu":
     # Read when the blocks are made (transformer_block passes it to Model Garden's block).
     layers.exact_gelu = lambda x: tf.nn.gelu(x, approximate=False)

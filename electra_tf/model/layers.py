@@ -8,6 +8,7 @@ import tensorflow as tf
 import tf_keras
 from official.nlp.modeling import layers as nlp_layers
 
+from electra_tf.model import fused
 from electra_tf.model.dropout import SeededDropout
 
 
@@ -19,15 +20,26 @@ _SQRT_HALF = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
-@tf.custom_gradient
-def exact_gelu(x: tf.Tensor):
+def exact_gelu(x: tf.Tensor) -> tf.Tensor:
   """GELU with the erf form, as in BERT and ELECTRA (not the tanh approximation).
 
   Computed in float32 whatever x's dtype (Model Garden keeps the activation in float32
-  under mixed bfloat16), returned in x's dtype. The gradient is written out,
-  Phi(x) + x * phi(x) from the saved Phi(x): fewer elementwise passes over the FFN's
-  [tokens, 4H] activations than differentiating tf.nn.gelu op by op (1.5% of the small
-  bfloat16 pretraining step on CPU, README "What was cut").
+  under mixed bfloat16), returned in x's dtype. In a pretraining step's forward pass (see
+  `fused.enabled`) the forward and backward are one XLA kernel each; elsewhere they are
+  TensorFlow ops with the gradient written out (`_gelu_ops`).
+  """
+  if fused.active():
+    return fused.gelu(x)
+  return _gelu_ops(x)
+
+
+@tf.custom_gradient
+def _gelu_ops(x: tf.Tensor):
+  """exact_gelu as TensorFlow ops, its gradient Phi(x) + x * phi(x) from the saved Phi(x).
+
+  Fewer elementwise passes over the FFN's [tokens, 4H] activations than differentiating
+  tf.nn.gelu op by op (1.5% of the small bfloat16 pretraining step on CPU, README "What
+  was cut").
   """
   z = tf.cast(x, tf.float32)
   cdf = 0.5 * tf.math.erfc(z * -_SQRT_HALF)

@@ -91,10 +91,14 @@ def keep_replica_copies_equal() -> None:
       {"constant_folding": False, "arithmetic_optimization": False})
 
 
-def build_model(config: PretrainConfig, strategy, jit_compile: bool = False):
-  """The compiled ElectraPretrainer and its optimizer, created under `strategy`."""
+def build_model(config: PretrainConfig, strategy, jit_compile: bool = False,
+                fused_kernels: bool = True):
+  """The compiled ElectraPretrainer and its optimizer, created under `strategy`.
+
+  `fused_kernels`: see ElectraPretrainer (XLA-fused GELU when the step is not compiled).
+  """
   with strategy.scope():
-    model = ElectraPretrainer(config)
+    model = ElectraPretrainer(config, fused_kernels=fused_kernels)
     schedule = WarmupLinearDecay(config.learning_rate, config.num_train_steps,
                                  config.warmup_steps)
     optimizer = create_optimizer(
@@ -150,7 +154,8 @@ def preflight(config: PretrainConfig, model_dir: str, strategy, vocab) -> list[s
 
 
 def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, strategy,
-                    jit_compile: bool = False, stream=None, init_source=None) -> RunResult:
+                    jit_compile: bool = False, stream=None, init_source=None,
+                    fused_kernels: bool = True) -> RunResult:
   """Train (or resume) to config.num_train_steps.
 
   `init_source` (from electra_tf.export.convert.read_source) seeds the networks' weights
@@ -180,7 +185,7 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
   for note in notes:
     print(note, file=stream)
 
-  model = build_model(config, strategy, jit_compile)
+  model = build_model(config, strategy, jit_compile, fused_kernels)
   checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
   ckpt_dir = run_ckpt_dir
   if not is_chief:  # every worker saves (the save is collective); only the chief's is kept

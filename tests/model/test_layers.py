@@ -1,11 +1,12 @@
-"""exact_gelu, LayerNorm and attention equal TensorFlow's and Keras' own: values and gradients."""
+"""exact_gelu (plain and XLA-fused), LayerNorm and attention equal TensorFlow's and Keras'
+own: values and gradients."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras
 
-from electra_tf.model import layers
+from electra_tf.model import fused, layers
 
 
 def _value_and_grads(fn, x, params=()):
@@ -19,18 +20,27 @@ def _value_and_grads(fn, x, params=()):
   return [y] + tape.gradient(loss, [x, *params])
 
 
-def test_exact_gelu_matches_tf_gelu_float32():
+def _gelu(use_fused):
+  def gelu(x):
+    with fused.enabled(use_fused):
+      return layers.exact_gelu(x)
+  return gelu
+
+
+@pytest.mark.parametrize("use_fused", [False, True], ids=["ops", "fused"])
+def test_exact_gelu_matches_tf_gelu_float32(use_fused):
   x = tf.random.stateless_normal([64, 96], seed=[1, 2]) * 3.0
-  ours = _value_and_grads(layers.exact_gelu, x)
+  ours = _value_and_grads(_gelu(use_fused), x)
   ref = _value_and_grads(lambda t: tf.nn.gelu(t, approximate=False), x)
   for a, b in zip(ours, ref):
     np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=2e-6, atol=2e-6)
 
 
-def test_exact_gelu_bfloat16_rounds_the_float32_result():
+@pytest.mark.parametrize("use_fused", [False, True], ids=["ops", "fused"])
+def test_exact_gelu_bfloat16_rounds_the_float32_result(use_fused):
   x32 = tf.random.stateless_normal([64, 96], seed=[3, 4]) * 3.0
   x = tf.cast(x32, tf.bfloat16)
-  y, dx = _value_and_grads(layers.exact_gelu, x)
+  y, dx = _value_and_grads(_gelu(use_fused), x)
   assert y.dtype == tf.bfloat16 and dx.dtype == tf.bfloat16
   y_ref, dx_ref = _value_and_grads(lambda t: tf.nn.gelu(t, approximate=False),
                                    tf.cast(x, tf.float32))

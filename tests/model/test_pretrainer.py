@@ -83,6 +83,39 @@ def test_one_and_two_replicas_give_the_same_first_step(micro_config):
     np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-6)
 
 
+def _xla_functions(fn) -> int:
+  """How many functions in fn's traced graph are marked for XLA compilation."""
+  library = tf.function(fn).get_concrete_function().graph.as_graph_def().library
+  return sum(f.attr["_XlaMustCompile"].b for f in library.function)
+
+
+def test_training_forward_uses_fused_gelu_and_inference_does_not(micro_config, micro_batch):
+  model = ElectraPretrainer(micro_config)
+  features = {k: tf.constant(v) for k, v in micro_batch.items()}
+  step = tf.constant(3, tf.int64)
+
+  def grads(model):
+    return model.compute_gradients(features, step)[2]
+
+  assert _xla_functions(lambda: grads(model)) >= 2  # GELU's forward and backward kernels
+  assert _xla_functions(lambda: model.forward(features, step, training=False)) == 0
+  model.fused_kernels = False
+  assert _xla_functions(lambda: grads(model)) == 0
+  # The same first step either way (float32; the kernels round like the plain ops).
+  plain = ElectraPretrainer(micro_config, fused_kernels=False)
+  plain.set_weights(model.get_weights())
+  model.fused_kernels = True
+  for m in (model, plain):
+    m.compile(optimizer=create_optimizer("adamw", 1e-3))
+  fused_out, fused_losses, fused_grads = model.compute_gradients(features, step)
+  plain_out, plain_losses, plain_grads = plain.compute_gradients(features, step)
+  np.testing.assert_array_equal(fused_out["samples"], plain_out["samples"])
+  np.testing.assert_allclose(fused_losses["loss"], plain_losses["loss"], rtol=1e-6)
+  for a, b in zip(fused_grads, plain_grads):
+    np.testing.assert_allclose(tf.convert_to_tensor(a), tf.convert_to_tensor(b),
+                               rtol=1e-5, atol=1e-7)
+
+
 def _fit(config, batch, steps=4, jit_compile=False, optimizer="adamw"):
   model = ElectraPretrainer(config)
   model.compile(optimizer=create_optimizer(optimizer, WarmupLinearDecay(1e-2, 20, 2),
