@@ -5,6 +5,8 @@ r"""Our pretraining step beside variants with one optimisation undone, in one pr
 
 Variants (each rebuilds the model with the earlier code path put back):
   ours                  the step as it is
+  philox_dropout        dropout from Philox bits and TensorFlow ops (before the XLA-fused
+                        dropout of electra_tf/model/fused.py)
   dropout_32bit_select  32 random bits per element and where(keep, x * scale, 0) (before
                         2026-11-24's 16-bit draw and one-multiply mask)
   unfused_gelu          GELU as TensorFlow ops with the written-out gradient (before the
@@ -33,8 +35,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-VARIANTS = ("ours", "dropout_32bit_select", "unfused_gelu", "autodiff_gelu", "keras_layer_norm",
-            "keras_attention", "tf_cross_entropy")
+VARIANTS = ("ours", "philox_dropout", "dropout_32bit_select", "unfused_gelu", "autodiff_gelu",
+            "keras_layer_norm", "keras_attention", "tf_cross_entropy")
 
 
 @contextlib.contextmanager
@@ -60,7 +62,14 @@ def undone(variant: str):
     scale = tf.constant(1.0 / (1.0 - self.rate), inputs.dtype)
     return tf.where(keep, inputs * scale, tf.zeros_like(inputs))
 
-  if variant == "dropout_32bit_select":
+  def call_philox(self, inputs, training=None):
+    if self.rate == 0.0 or not training:
+      return inputs
+    return dropout._apply_mask(inputs, self._scaled_mask(tf.shape(inputs), inputs.dtype))
+
+  if variant == "philox_dropout":
+    dropout.SeededDropout.call = call_philox
+  elif variant == "dropout_32bit_select":
     dropout.SeededDropout.call = call_32bit_select
   elif variant == "unfused_gelu":
     pretrainer.ElectraPretrainer._fuse = lambda self, training: False

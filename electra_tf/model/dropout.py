@@ -5,7 +5,9 @@ process, so a run restarted from a checkpoint draws other masks than the run it 
 `SeededDropout` instead draws stateless random bits from a seed set by the caller for the
 current step (`step_seed`), folded with a key of the layer's place in the model (its name
 scope when traced) and the replica. Outside a `step_seed` block (fine-tuning, plain
-`model(x, training=True)`) it falls back to ordinary stateful dropout.
+`model(x, training=True)`) it falls back to ordinary stateful dropout. In a pretraining
+step with `fused.enabled` the mask comes from `fused.dropout` (a counter-based hash of the
+same seed inside one XLA kernel) instead of the Philox bits of `keep_mask`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from collections.abc import Iterator
 import numpy as np
 import tensorflow as tf
 import tf_keras
+
+from electra_tf.model import fused
 
 _STEP_SEED: contextvars.ContextVar = contextvars.ContextVar("electra_dropout_seed", default=None)
 
@@ -101,6 +105,9 @@ class SeededDropout(tf_keras.layers.Layer):
       training = tf_keras.backend.learning_phase()
     if self.rate == 0.0 or training is False or training == 0:
       return inputs
+    if fused.active() and _STEP_SEED.get() is not None and (training is True or training == 1):
+      # A pretraining step's forward pass: one XLA kernel each way, masks from a hash.
+      return fused.dropout(inputs, self.rate, self._seed())
     dropped = _apply_mask(inputs, self._scaled_mask(tf.shape(inputs), inputs.dtype))
     if training is True or training == 1:
       return dropped

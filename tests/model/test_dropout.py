@@ -1,10 +1,11 @@
-"""SeededDropout: keep probability, scaling, independence of the 16-bit draws, gradient."""
+"""SeededDropout: keep probability, scaling, independence of the 16-bit draws, gradient; the
+fused (XLA, SplitMix64) dropout of a pretraining step against a NumPy reference."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.model import dropout
+from electra_tf.model import dropout, fused
 
 
 def _seeded(layer, x, step, training=True):
@@ -91,3 +92,91 @@ def test_gradient_is_the_same_scaled_mask(dtype):
   # almost surely); backward: the upstream gradient times the same mask.
   np.testing.assert_array_equal(y.numpy(), x.numpy() * mask)
   np.testing.assert_array_equal(grad.numpy(), weights.numpy() * mask)
+
+
+# The fused dropout of a pretraining step (electra_tf/model/fused.py).
+
+_U64 = np.uint64
+
+
+def _numpy_keep(size, rate, seed):
+  """SplitMix64 masks as fused.py documents them, in NumPy (uint64 arithmetic wraps)."""
+  def mix64(z):
+    z = (z ^ (z >> _U64(30))) * _U64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> _U64(27))) * _U64(0x94D049BB133111EB)
+    return z ^ (z >> _U64(31))
+
+  with np.errstate(over="ignore"):
+    key = mix64(mix64(_U64(seed[0])) ^ _U64(seed[1]))
+    counter = np.arange(1, size + 1, dtype=_U64)
+    bits = mix64(key + counter * _U64(0x9E3779B97F4A7C15))
+  return (bits >> _U64(32)) >= _U64(round(rate * 2**32))
+
+
+@pytest.mark.parametrize("dtype", [tf.float32, tf.bfloat16])
+def test_fused_dropout_matches_numpy_and_its_gradient_reuses_the_mask(dtype):
+  seed = tf.constant([123456789, 42 * 4096 + 1], tf.int64)
+  x = tf.cast(tf.random.stateless_normal([37, 91], seed=[1, 1]), dtype)
+  weights = tf.cast(tf.random.stateless_normal([37, 91], seed=[2, 2]), dtype)
+  with tf.GradientTape() as tape:
+    tape.watch(x)
+    y = fused.dropout(x, 0.3, seed)
+    loss = tf.reduce_sum(tf.cast(weights * y, tf.float32))
+  grad = tape.gradient(loss, x)
+  keep = _numpy_keep(x.shape.num_elements(), 0.3, [123456789, 42 * 4096 + 1]).reshape(37, 91)
+  scale = 1.0 / (1.0 - fused.drop_probability(0.3))
+
+  def expected(v):  # scaled in float32, rounded once to the dtype
+    scaled = tf.cast(tf.cast(v, tf.float32) * scale, dtype).numpy()
+    return np.where(keep, scaled, np.zeros((), scaled.dtype))
+
+  np.testing.assert_array_equal(y.numpy(), expected(x))
+  np.testing.assert_array_equal(grad.numpy(), expected(weights))
+
+
+def _fused(layer, x, step):
+  with fused.enabled(True):
+    return _seeded(layer, x, step)
+
+
+@pytest.mark.parametrize("rate", [0.1, 0.5])
+def test_fused_keep_fraction_and_scale(rate):
+  y = _fused(dropout.SeededDropout(rate, name="d"), tf.ones([257, 511]), step=3).numpy()
+  p = fused.drop_probability(rate)
+  kept = y != 0
+  sd = np.sqrt(y.size * p * (1 - p))
+  assert abs((y.size - kept.sum()) - y.size * p) < 5 * sd
+  np.testing.assert_allclose(y[kept], 1.0 / (1.0 - p), rtol=1e-7)
+  # Not the Philox mask of the unfused path.
+  assert np.any(kept != (_seeded(dropout.SeededDropout(rate, name="d"), tf.ones([257, 511]),
+                                 step=3).numpy() != 0))
+
+
+def test_fused_masks_are_independent_across_neighbours_steps_and_layers():
+  x = tf.ones([1000, 1000])
+  a, b = dropout.SeededDropout(0.5, name="a"), dropout.SeededDropout(0.5, name="b")
+  dropped = {"a5": _fused(a, x, 5).numpy() == 0, "a6": _fused(a, x, 6).numpy() == 0,
+             "b5": _fused(b, x, 5).numpy() == 0}
+  np.testing.assert_array_equal(dropped["a5"], _fused(a, x, 5).numpy() == 0)
+  bound = 5 * np.sqrt(0.25 * 0.75 / 500_000)
+  pairs = dropped["a5"].reshape(-1, 2)
+  assert abs(np.mean(pairs[:, 0] & pairs[:, 1]) - 0.25) < bound  # neighbours
+  for other in ("a6", "b5"):  # the next step, another layer
+    assert abs(np.mean(dropped["a5"] & dropped[other]) - 0.25) < 2 * bound
+
+
+def test_fused_dropout_is_one_xla_kernel_each_way_and_only_when_enabled():
+  layer = dropout.SeededDropout(0.1, name="k")
+  x = tf.ones([8, 16])
+
+  def traced(use_fused):
+    def fn():
+      with tf.GradientTape() as tape:
+        tape.watch(x)
+        with fused.enabled(use_fused):
+          y = _seeded(layer, x, step=2)
+      return tape.gradient(y, x)
+    library = tf.function(fn).get_concrete_function().graph.as_graph_def().library
+    return sum(f.attr["_XlaMustCompile"].b for f in library.function)
+
+  assert traced(True) >= 1 and traced(False) == 0
