@@ -71,8 +71,9 @@ flags.DEFINE_integer("log_steps", None, "Print and log to TensorBoard every N st
 flags.DEFINE_integer("steps_per_execution", None, "Train steps per tf.function call.")
 flags.DEFINE_bool("jit_compile", False, "Compile the train step with XLA (one device).")
 flags.DEFINE_bool("fused_kernels", True,
-                  "Without --jit_compile, run GELU in the training step as XLA-fused kernels "
-                  "(same arithmetic; about 5% faster on CPU). --nofused_kernels: plain ops.")
+                  "Without --jit_compile, run GELU and dropout in the training step as "
+                  "XLA-fused kernels (about 7% faster on CPU; dropout masks then come from "
+                  "SplitMix64 instead of Philox). --nofused_kernels: plain ops.")
 flags.DEFINE_string("init_checkpoint", None,
                     "Start from these weights (released TF1 checkpoint, Hugging Face folder, "
                     "python -m electra_tf.convert output, or another run's model_dir). Sizes "

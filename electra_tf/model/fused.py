@@ -37,7 +37,7 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 @contextlib.contextmanager
 def enabled(on: bool = True) -> Iterator[None]:
-  """Within this block (at trace time), `gelu` callers use the fused kernels if `on`."""
+  """Within this block (at trace time), exact_gelu and seeded dropout use these kernels if `on`."""
   token = _ACTIVE.set(bool(on))
   try:
     yield
@@ -113,20 +113,22 @@ def drop_probability(rate: float) -> float:
   return drop_threshold(rate) / 2**32
 
 
-def dropout_bits(shape, seed: tf.Tensor) -> tf.Tensor:
-  """uint64 draws of `shape` (static) for the site seeded by int64 [2] `seed`."""
+def dropout_bits(shape: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
+  """uint64 draws of `shape` for the site seeded by int64 [2] `seed`.
+
+  `shape` may be a tensor: a batch dimension unknown when traced (a last partial batch,
+  a distributed dataset) is known to XLA when it compiles for the real shape.
+  """
   words = tf.cast(seed, tf.uint64)
   key = _mix64(tf.bitwise.bitwise_xor(_mix64(words[0]), words[1]))
-  size = 1
-  for dim in shape:
-    size *= dim
+  size = tf.reduce_prod(tf.cast(shape, tf.int64))
   counter = tf.cast(tf.range(1, size + 1, dtype=tf.int64), tf.uint64)
   return tf.reshape(_mix64(key + counter * tf.constant(_GOLDEN, tf.uint64)), shape)
 
 
 @tf.function(jit_compile=True, autograph=False)
 def _dropout_kernel(x, seed, threshold: int, scale: float):
-  bits = dropout_bits(x.shape, seed)
+  bits = dropout_bits(tf.shape(x), seed)
   keep = tf.bitwise.right_shift(bits, tf.constant(32, tf.uint64)) >= tf.constant(
       threshold, tf.uint64)
   # Scaled in float32 and rounded once (a bfloat16 scale of 1/0.9 would be 0.16% low).

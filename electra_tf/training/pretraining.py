@@ -95,7 +95,8 @@ def build_model(config: PretrainConfig, strategy, jit_compile: bool = False,
                 fused_kernels: bool = True):
   """The compiled ElectraPretrainer and its optimizer, created under `strategy`.
 
-  `fused_kernels`: see ElectraPretrainer (XLA-fused GELU when the step is not compiled).
+  `fused_kernels`: see ElectraPretrainer (XLA-fused GELU and dropout when the step is not
+  compiled as a whole).
   """
   with strategy.scope():
     model = ElectraPretrainer(config, fused_kernels=fused_kernels)

@@ -180,3 +180,16 @@ def test_fused_dropout_is_one_xla_kernel_each_way_and_only_when_enabled():
     return sum(f.attr["_XlaMustCompile"].b for f in library.function)
 
   assert traced(True) >= 1 and traced(False) == 0
+
+
+def test_fused_dropout_with_a_batch_dimension_unknown_when_traced():
+  # As in a distributed or last partial batch: XLA compiles for the shape it is given.
+  seed = tf.constant([5, 6], tf.int64)
+  x = tf.random.stateless_normal([7, 16], seed=[3, 3])
+
+  @tf.function(input_signature=[tf.TensorSpec([None, 16], tf.float32)])
+  def dynamic(x):
+    return fused.dropout(x, 0.2, seed)
+
+  np.testing.assert_array_equal(dynamic(x), fused.dropout(x, 0.2, seed))
+  assert dynamic(x[:3]).shape == (3, 16)
