@@ -17,6 +17,32 @@ tf.config.set_logical_device_configuration(
     _cpus[0], [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
 
 
+# pytest-xdist's `--dist loadfile` hands whole files to the two workers in collection order
+# (pytest.ini turns off its reordering by test count, which put the files of one or two long
+# subprocess tests last, where one worker ran them alone). Longest first, from the per-file
+# sums of `pytest --junitxml` (2026-11-24, seconds in comments); everything else after them
+# in its usual order.
+_LONGEST_FILES_FIRST = (
+    "tests/training/test_failure_handling.py",  # 198
+    "tests/test_pretrain_cli.py",  # 162
+    "tests/training/test_multi_worker.py",  # 155
+    "tests/test_hostile_inputs.py",  # 149
+    "tests/training/test_fault_tolerance_replicas.py",  # 130
+    "tests/test_finetune_cli.py",  # 125
+    "tests/model/test_pretrainer.py",  # 110
+    "tests/training/test_fault_tolerance.py",  # 106
+    "tests/export/test_saved_model.py",  # 60
+    "tests/data/test_data_pipeline.py",  # 28
+    "tests/export/test_errors.py",  # 20
+)
+
+
+def pytest_collection_modifyitems(config, items):
+  del config
+  rank = {path: i for i, path in enumerate(_LONGEST_FILES_FIRST)}
+  items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+
+
 @pytest.fixture
 def micro_config():
   """A 10-token-vocab ELECTRA config without dropout: small enough for golden values."""
