@@ -105,11 +105,12 @@ class SeededDropout(tf_keras.layers.Layer):
       training = tf_keras.backend.learning_phase()
     if self.rate == 0.0 or training is False or training == 0:
       return inputs
-    if fused.active() and _STEP_SEED.get() is not None and (training is True or training == 1):
+    static_training = training is True or training == 1
+    if static_training and fused.active() and _STEP_SEED.get() is not None:
       # A pretraining step's forward pass: one XLA kernel each way, masks from a hash.
       return fused.dropout(inputs, self.rate, self._seed())
     dropped = _apply_mask(inputs, self._scaled_mask(tf.shape(inputs), inputs.dtype))
-    if training is True or training == 1:
+    if static_training:
       return dropped
     return tf.cond(tf.cast(training, tf.bool), lambda: dropped, lambda: inputs)
 

@@ -31,8 +31,9 @@ import tensorflow as tf
 
 _ACTIVE: contextvars.ContextVar = contextvars.ContextVar("electra_fused_kernels", default=False)
 
-_SQRT_HALF = 1.0 / math.sqrt(2.0)
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+# Shared with layers._gelu_ops, the unfused GELU.
+SQRT_HALF = 1.0 / math.sqrt(2.0)
+INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
 @contextlib.contextmanager
@@ -60,7 +61,7 @@ def available() -> bool:
 @tf.function(jit_compile=True, autograph=False)
 def _gelu_forward(x):
   z = tf.cast(x, tf.float32)
-  return tf.cast(z * (0.5 + 0.5 * tf.math.erf(z * _SQRT_HALF)), x.dtype)
+  return tf.cast(z * (0.5 + 0.5 * tf.math.erf(z * SQRT_HALF)), x.dtype)
 
 
 @tf.function(jit_compile=True, autograph=False)
@@ -68,8 +69,8 @@ def _gelu_backward(x, upstream):
   # d/dx x * Phi(x) = Phi(x) + x * phi(x); Phi recomputed from x costs less than a saved
   # float32 copy of it would in memory traffic.
   z = tf.cast(x, tf.float32)
-  slope = (0.5 + 0.5 * tf.math.erf(z * _SQRT_HALF)
-           + z * tf.exp(-0.5 * tf.square(z)) * _INV_SQRT_2PI)
+  slope = (0.5 + 0.5 * tf.math.erf(z * SQRT_HALF)
+           + z * tf.exp(-0.5 * tf.square(z)) * INV_SQRT_2PI)
   return tf.cast(tf.cast(upstream, tf.float32) * slope, upstream.dtype)
 
 
@@ -142,7 +143,7 @@ def dropout(x: tf.Tensor, rate: float, seed: tf.Tensor) -> tf.Tensor:
   The gradient applies the same mask to the upstream gradient, recomputed from the seed.
   """
   threshold = drop_threshold(rate)
-  scale = 1.0 / (1.0 - threshold / 2**32)
+  scale = 1.0 / (1.0 - drop_probability(rate))
 
   @tf.custom_gradient
   def apply(x):

@@ -16,10 +16,6 @@ def truncated_normal(stddev: float) -> tf_keras.initializers.Initializer:
   return tf_keras.initializers.TruncatedNormal(stddev=stddev)
 
 
-_SQRT_HALF = 1.0 / math.sqrt(2.0)
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-
-
 def exact_gelu(x: tf.Tensor) -> tf.Tensor:
   """GELU with the erf form, as in BERT and ELECTRA (not the tanh approximation).
 
@@ -42,10 +38,10 @@ def _gelu_ops(x: tf.Tensor):
   was cut").
   """
   z = tf.cast(x, tf.float32)
-  cdf = 0.5 * tf.math.erfc(z * -_SQRT_HALF)
+  cdf = 0.5 * tf.math.erfc(z * -fused.SQRT_HALF)
 
   def grad(upstream):
-    pdf = tf.exp(-0.5 * tf.square(z)) * _INV_SQRT_2PI
+    pdf = tf.exp(-0.5 * tf.square(z)) * fused.INV_SQRT_2PI
     return tf.cast(tf.cast(upstream, tf.float32) * (cdf + z * pdf), upstream.dtype)
 
   return tf.cast(z * cdf, x.dtype), grad
