@@ -48,3 +48,11 @@ def assert_clear_error(result, *needles):
   for needle in needles:
     assert needle in last, last
   return last
+
+
+def xla_compiled_functions(fn) -> list[str]:
+  """Names of the functions in fn's traced graph that are marked for XLA compilation."""
+  import tensorflow as tf
+
+  library = tf.function(fn).get_concrete_function().graph.as_graph_def().library
+  return [f.signature.name for f in library.function if f.attr["_XlaMustCompile"].b]

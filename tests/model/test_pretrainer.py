@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import tensorflow as tf
-from testing_utils import make_batch
+from testing_utils import make_batch, xla_compiled_functions
 
 from electra_tf import features as F
 from electra_tf.model import rtd
@@ -83,12 +83,6 @@ def test_one_and_two_replicas_give_the_same_first_step(micro_config):
     np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-6)
 
 
-def _xla_functions(fn) -> int:
-  """How many functions in fn's traced graph are marked for XLA compilation."""
-  library = tf.function(fn).get_concrete_function().graph.as_graph_def().library
-  return sum(f.attr["_XlaMustCompile"].b for f in library.function)
-
-
 def test_training_forward_uses_fused_gelu_and_inference_does_not(micro_config, micro_batch):
   model = ElectraPretrainer(micro_config)
   features = {k: tf.constant(v) for k, v in micro_batch.items()}
@@ -97,10 +91,11 @@ def test_training_forward_uses_fused_gelu_and_inference_does_not(micro_config, m
   def grads(model):
     return model.compute_gradients(features, step)[2]
 
-  assert _xla_functions(lambda: grads(model)) >= 2  # GELU's forward and backward kernels
-  assert _xla_functions(lambda: model.forward(features, step, training=False)) == 0
+  # GELU's forward and backward kernels.
+  assert len(xla_compiled_functions(lambda: grads(model))) >= 2
+  assert not xla_compiled_functions(lambda: model.forward(features, step, training=False))
   model.fused_kernels = False
-  assert _xla_functions(lambda: grads(model)) == 0
+  assert not xla_compiled_functions(lambda: grads(model))
   # The same first step either way (float32; the kernels round like the plain ops).
   plain = ElectraPretrainer(micro_config, fused_kernels=False)
   plain.set_weights(model.get_weights())
@@ -125,9 +120,7 @@ def test_training_step_with_dropout_uses_the_fused_dropout(micro_config, micro_b
   def kernels(training):
     def fn():
       return model.forward(features, tf.constant(3, tf.int64), training=training)
-    library = tf.function(fn).get_concrete_function().graph.as_graph_def().library
-    return {f.signature.name.rsplit("_", 1)[0] for f in library.function
-            if f.attr["_XlaMustCompile"].b}
+    return {name.rsplit("_", 1)[0] for name in xla_compiled_functions(fn)}
 
   assert {"__inference__dropout_kernel", "__inference__gelu_forward"} <= kernels(True)
   assert not kernels(False)
