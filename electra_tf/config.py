@@ -111,7 +111,14 @@ def max_predictions(mask_prob: float, max_seq_length: int) -> int:
 
 
 OPTIMIZERS = ("adamw", "lamb")
-OBJECTIVES = ("electra", "mlm")
+# What the networks learn (docs/objectives.md): replaced-token detection over every token
+# ("electra") or over the masked positions only ("electra_15"); masked-LM on generator
+# samples at the masked positions ("replace_mlm") or on every token with a copy mechanism
+# ("all_tokens_mlm"); or BERT's masked-LM on [MASK]ed input ("mlm").
+OBJECTIVES = ("electra", "electra_15", "replace_mlm", "all_tokens_mlm", "mlm")
+# How the generator and the discriminator share weights: the embeddings ("tied"), nothing
+# ("none"), every weight ("all"; equal sizes), or gradient-disentangled embeddings ("gdes").
+EMBEDDING_SHARING = ("tied", "none", "all", "gdes")
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 NONFINITE_POLICIES = ("stop", "skip")
@@ -129,6 +136,11 @@ class PretrainConfig:
   generator: EncoderConfig | None = None
   generator_fraction: float = 0.25
   objective: str = "electra"
+  embedding_sharing: str = "tied"
+  # > 0: the paper's two-stage training. The generator trains alone (MLM) for this many
+  # steps; the discriminator then starts from the generator's weights and trains with the
+  # generator frozen. Needs a generator of the discriminator's size and no sharing.
+  two_stage_steps: int = 0
   # Data and masking.
   max_seq_length: int = 128
   mask_prob: float = 0.15
@@ -184,6 +196,7 @@ class PretrainConfig:
               "steps_per_execution", "checkpoint_steps", "keep_checkpoints", "log_steps",
               "max_predictions_per_seq", "temperature")
     for name, allowed in (("optimizer", OPTIMIZERS), ("objective", OBJECTIVES),
+                          ("embedding_sharing", EMBEDDING_SHARING),
                           ("precision", PRECISIONS), ("on_nonfinite", NONFINITE_POLICIES)):
       if getattr(self, name) not in allowed:
         raise ConfigError(f"{name} must be one of {list(allowed)}, got {getattr(self, name)!r}")
@@ -204,6 +217,29 @@ class PretrainConfig:
     for name in ("vocab_size", "embedding_size", "max_position_embeddings", "type_vocab_size"):
       if getattr(gen, name) != getattr(self.model, name):
         raise ConfigError(f"generator {name} must equal the discriminator's (shared embeddings)")
+
+    self._validate_sharing()
+
+  def _validate_sharing(self):
+    same_size = self.generator == self.model
+    if self.embedding_sharing == "all" and not same_size:
+      raise ConfigError("embedding_sharing 'all' shares every weight, so the generator must "
+                        "have the discriminator's size: set generator_fraction=1.0")
+    if self.objective == "mlm" and self.embedding_sharing != "tied":
+      raise ConfigError("objective 'mlm' has one network: embedding_sharing must stay 'tied'")
+    if self.two_stage_steps and not 0 < self.two_stage_steps < self.num_train_steps:
+      raise ConfigError(f"two_stage_steps must be in [0, num_train_steps), got "
+                        f"{self.two_stage_steps}")
+    if self.two_stage_steps and (self.objective not in ("electra", "electra_15")
+                                 or not same_size or self.embedding_sharing != "none"):
+      raise ConfigError("two-stage training starts the discriminator from the generator and "
+                        "then freezes the generator: it needs objective electra or electra_15, "
+                        "generator_fraction=1.0 and embedding_sharing=none")
+
+  @property
+  def has_discriminator(self) -> bool:
+    """Whether a second network (the one fine-tuned) trains beside the generator."""
+    return self.objective != "mlm"
 
   @property
   def tokens_per_step(self) -> int:
@@ -251,8 +287,8 @@ class PretrainConfig:
 
 
 # Fields whose change makes a checkpoint in model_dir unusable or a resume meaningless.
-RESUME_CRITICAL = ("model", "generator", "objective", "max_seq_length", "optimizer",
-                   "max_predictions_per_seq", "batch_size")
+RESUME_CRITICAL = ("model", "generator", "objective", "embedding_sharing", "two_stage_steps",
+                   "max_seq_length", "optimizer", "max_predictions_per_seq", "batch_size")
 
 
 def resume_conflicts(saved: PretrainConfig, current: PretrainConfig) -> list[str]:

@@ -32,14 +32,43 @@ def discriminator_head_flops(config: EncoderConfig, seq_len: int) -> int:
   return 2 * seq_len * (config.hidden_size * config.hidden_size + config.hidden_size)
 
 
-def train_step_flops(config: PretrainConfig) -> int:
-  """FLOPs of one optimizer step on the global batch (3x forward)."""
+def _second_network_forward(config: PretrainConfig) -> int:
+  """Forward FLOPs of the network trained beside the generator, by objective."""
+  model, L, P = config.model, config.max_seq_length, config.max_predictions_per_seq
+  encoder = encoder_forward_flops(model, L)
+  if config.objective in ("electra", "electra_15"):
+    return encoder + discriminator_head_flops(model, L)
+  if config.objective == "replace_mlm":
+    return encoder + generator_head_flops(model, P)
+  if config.objective == "all_tokens_mlm":  # the MLM head and the copy logit at every token
+    return encoder + generator_head_flops(model, L) + 2 * L * model.hidden_size
+  raise ValueError(f"objective {config.objective!r} has no second network")
+
+
+def train_step_flops(config: PretrainConfig, stage: str = "joint") -> int:
+  """FLOPs of one optimizer step on the global batch.
+
+  A trained network costs 3x its forward pass; a two-stage run's frozen generator only
+  its forward pass (stage "discriminator"), and its generator stage has no second network.
+  """
   L, P = config.max_seq_length, config.max_predictions_per_seq
   if config.objective == "mlm":
-    forward = encoder_forward_flops(config.model, L) + generator_head_flops(config.model, P)
-  else:
-    forward = (encoder_forward_flops(config.generator, L)
-               + generator_head_flops(config.generator, P)
-               + encoder_forward_flops(config.model, L)
-               + discriminator_head_flops(config.model, L))
-  return 3 * config.batch_size * forward
+    return 3 * config.batch_size * (encoder_forward_flops(config.model, L)
+                                    + generator_head_flops(config.model, P))
+  generator = (encoder_forward_flops(config.generator, L)
+               + generator_head_flops(config.generator, P))
+  if stage == "generator":
+    return 3 * config.batch_size * generator
+  generator_passes = 1 if stage == "discriminator" else 3
+  return config.batch_size * (generator_passes * generator
+                              + 3 * _second_network_forward(config))
+
+
+def run_flops(config: PretrainConfig, steps: int | None = None) -> int:
+  """FLOPs of the first `steps` steps (default: the whole run), stages included."""
+  steps = config.num_train_steps if steps is None else steps
+  boundary = min(config.two_stage_steps, steps)
+  if not config.two_stage_steps:
+    return steps * train_step_flops(config)
+  return (boundary * train_step_flops(config, "generator")
+          + (steps - boundary) * train_step_flops(config, "discriminator"))

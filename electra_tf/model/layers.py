@@ -142,8 +142,11 @@ class ElectraEmbeddings(tf_keras.layers.Layer):
     super().build(input_shape)
 
   def call(self, input_ids: tf.Tensor, segment_ids: tf.Tensor, training=None) -> tf.Tensor:
-    seq_len = tf.shape(input_ids)[1]
-    words = tf.gather(self.word_embeddings, input_ids)
+    return self.embed(tf.gather(self.word_embeddings, input_ids), segment_ids, training)
+
+  def embed(self, words: tf.Tensor, segment_ids: tf.Tensor, training=None) -> tf.Tensor:
+    """Adds segment and position embeddings to looked-up words [B, L, E]; LayerNorm, dropout."""
+    seq_len = tf.shape(words)[1]
     # A one-hot matmul over the 2 segment rows is cheaper than a gather on TPUs.
     types = tf.einsum("blt,te->ble", tf.one_hot(segment_ids, self.type_vocab_size,
                                                 dtype=self.token_type_embeddings.dtype),
@@ -160,6 +163,63 @@ class ElectraEmbeddings(tf_keras.layers.Layer):
                   type_vocab_size=self.type_vocab_size, dropout_rate=self.dropout_rate,
                   initializer_range=self.initializer_range, layer_norm_eps=self.layer_norm_eps)
     return config
+
+
+class GDESEmbeddings(tf_keras.layers.Layer):
+  """The discriminator's embeddings under gradient-disentangled sharing (DeBERTaV3).
+
+  Word vectors are stop_gradient(shared table) + a zero-initialised delta of the same
+  shape, so the discriminator's loss trains only the delta and the generator's loss alone
+  trains the shared table. Position and segment embeddings and the LayerNorm are the
+  shared layer's own (trained by both losses, as under plain tying).
+
+  Args:
+    shared: the generator's ElectraEmbeddings.
+
+  Call args:
+    input_ids, segment_ids: int32 [B, L].
+
+  Returns:
+    [B, L, E] in the layer's compute dtype.
+  """
+
+  def __init__(self, shared: ElectraEmbeddings, **kwargs):
+    super().__init__(**kwargs)
+    self.shared = shared
+    self.vocab_size = shared.vocab_size
+    self.embedding_size = shared.embedding_size
+
+  def build(self, input_shape):
+    self.word_embeddings_delta = self.add_weight(
+        "word_embeddings_delta", shape=[self.vocab_size, self.embedding_size],
+        initializer="zeros")
+    super().build(input_shape)
+
+  def call(self, input_ids: tf.Tensor, segment_ids: tf.Tensor, training=None) -> tf.Tensor:
+    words = (tf.stop_gradient(tf.gather(self.shared.word_embeddings, input_ids))
+             + tf.gather(self.word_embeddings_delta, input_ids))
+    return self.shared.embed(words, segment_ids, training)
+
+  @property
+  def word_embeddings(self) -> tf.Tensor:
+    """The discriminator's word table as its loss sees it: [V, E]."""
+    return tf.stop_gradient(self.shared.word_embeddings) + self.word_embeddings_delta
+
+  def folded_word_embeddings(self) -> tf.Tensor:
+    """shared + delta: the table a standalone discriminator exports, [V, E]."""
+    return tf.convert_to_tensor(self.shared.word_embeddings) + self.word_embeddings_delta
+
+  @property
+  def position_embeddings(self):
+    return self.shared.position_embeddings
+
+  @property
+  def token_type_embeddings(self):
+    return self.shared.token_type_embeddings
+
+  @property
+  def layer_norm(self):
+    return self.shared.layer_norm
 
 
 class _SeededAttention(tf_keras.layers.MultiHeadAttention):

@@ -9,29 +9,79 @@ from electra_tf import features as F
 from electra_tf.config import PretrainConfig
 from electra_tf.model import dropout, fused, rtd
 from electra_tf.model.networks import build_networks
+from electra_tf.model.pretrain_metrics import PretrainMetrics
 from electra_tf.model.replicas import global_sum as _global_sum
 from electra_tf.model.replicas import scale_loss, summed_gradients
 
 _EPS = 1e-6
+STAGE_JOINT, STAGE_GENERATOR, STAGE_DISCRIMINATOR = "joint", "generator", "discriminator"
+
+
+def _detect(network, inputs, features, training, masked_only: bool) -> dict[str, tf.Tensor]:
+  """Replaced-token detection over every real token, or over the masked positions only."""
+  labels = rtd.replaced_labels(features[F.INPUT_IDS], inputs[F.INPUT_IDS],
+                               features[F.INPUT_MASK])
+  if masked_only:
+    weights = rtd.position_mask(features[F.MASKED_LM_POSITIONS],
+                                features[F.MASKED_LM_WEIGHTS], tf.shape(labels)[1])
+  else:
+    weights = tf.cast(features[F.INPUT_MASK], tf.float32)
+  return {"labels": labels, "disc_weights": weights,
+          "disc_logits": network(inputs, training=training)}
+
+
+def _replace_mlm(network, inputs, features, training) -> dict[str, tf.Tensor]:
+  """Masked-LM at the masked positions of the sample-corrupted input."""
+  logits = network({**inputs, F.MASKED_LM_POSITIONS: features[F.MASKED_LM_POSITIONS]},
+                   training=training)  # [B, P, V]
+  targets, weights = features[F.MASKED_LM_IDS], features[F.MASKED_LM_WEIGHTS]
+  return {"mlm_loss_terms": rtd.mlm_loss_terms(logits, targets, weights),
+          "mlm_predictions": tf.argmax(logits, -1, output_type=tf.int32),
+          "mlm_targets": targets, "mlm_weights": weights}
+
+
+def _all_tokens_mlm(network, inputs, features, training) -> dict[str, tf.Tensor]:
+  """Every token's identity, with the copy mechanism, from the sample-corrupted input."""
+  logits, copy_logits = network(inputs, training=training)  # [B, L, V], [B, L]
+  targets, read = features[F.INPUT_IDS], inputs[F.INPUT_IDS]
+  weights = tf.cast(features[F.INPUT_MASK], tf.float32)
+  return {"mlm_loss_terms": rtd.copy_mlm_loss_terms(logits, copy_logits, targets, read, weights),
+          "mlm_predictions": rtd.copy_mlm_predictions(logits, copy_logits, read),
+          "mlm_targets": targets, "mlm_weights": weights}
+
+
+_SECOND_PASS = {
+    "electra": lambda *args: _detect(*args, masked_only=False),
+    "electra_15": lambda *args: _detect(*args, masked_only=True),
+    "replace_mlm": _replace_mlm,
+    "all_tokens_mlm": _all_tokens_mlm,
+}
 
 
 class ElectraPretrainer(tf_keras.Model):
-  """Joint ELECTRA pretraining (or the plain MLM baseline) with a custom `train_step`.
+  """Joint ELECTRA pretraining, its ablations, or the plain MLM baseline (custom `train_step`).
+
+  The objective and the weight sharing come from the config (see
+  `config.OBJECTIVES`, `config.EMBEDDING_SHARING`): the generator always learns masked-LM
+  on the [MASK]ed input; the second network (`discriminator`, the one fine-tuned) detects
+  replaced tokens over every token ("electra") or the masked ones ("electra_15"), or
+  predicts the original tokens of the corrupted input at the masked positions
+  ("replace_mlm") or everywhere, with a copy mechanism ("all_tokens_mlm").
 
   Args:
     config: the run's PretrainConfig.
-    generator, discriminator: prebuilt networks sharing embeddings (built from config when
-      omitted); discriminator is None for objective "mlm".
+    generator, discriminator: prebuilt networks sharing as the config says (built from
+      config when omitted); discriminator is None for objective "mlm".
     fused_kernels: trace GELU and dropout in the training forward pass as XLA-fused
       kernels (see `electra_tf.model.fused`) when the step is not compiled with XLA as a
       whole and XLA is available. GELU keeps its arithmetic; dropout draws its masks from
-      another generator. About 7% off the small bfloat16 step on CPU.
+      another generator.
 
   Call args:
     features: a batch with the keys of `features.PRETRAIN_KEYS`.
 
   Example:
-    >>> model = ElectraPretrainer(configs.get("tiny"))
+    >>> model = ElectraPretrainer(presets.get("tiny"))
     >>> model.compile(optimizer=create_optimizer("adamw", 5e-4))
     >>> model.fit(dataset, steps_per_epoch=100)
   """
@@ -40,33 +90,23 @@ class ElectraPretrainer(tf_keras.Model):
                fused_kernels: bool = True, **kwargs):
     kwargs.setdefault("name", "electra_pretrainer")
     super().__init__(**kwargs)
+    if isinstance(config, dict):
+      config = PretrainConfig.from_dict(config)
     self.config = config
     self.fused_kernels = fused_kernels
     if generator is None:
       generator, discriminator = build_networks(config)
     self.generator = generator
     self.discriminator = discriminator
-    mean = tf_keras.metrics.Mean
-    self.loss_tracker = mean("loss")
-    self.gen_loss_tracker = mean("gen_loss")
-    self.gen_accuracy = mean("gen_accuracy")
-    self.grad_norm = mean("grad_norm")
-    # Steps whose update was dropped for a non-finite loss or gradient (see train_step).
-    self.nonfinite_steps = tf_keras.metrics.Sum(name="nonfinite_steps")
-    if discriminator is not None:
-      self.disc_loss_tracker = mean("disc_loss")
-      self.sampled_accuracy = mean("sampled_accuracy")
-      self.disc_accuracy = mean("disc_accuracy")
-      self.disc_precision = tf_keras.metrics.Precision(name="disc_precision")
-      self.disc_recall = tf_keras.metrics.Recall(name="disc_recall")
-      self.disc_auc = tf_keras.metrics.AUC(num_thresholds=200, name="disc_auc")
-      self.replaced_fraction = mean("replaced_fraction")
+    self.pretrain_metrics = PretrainMetrics(config.objective)
+    # Two-stage training (config.two_stage_steps): which networks the next trace trains.
+    self.stage = STAGE_GENERATOR if config.two_stage_steps else STAGE_JOINT
 
   def call(self, features, training=None):
     return self.forward(features, step=tf.constant(0, tf.int64), training=training)
 
   def forward(self, features, step, training=None) -> dict[str, tf.Tensor]:
-    """Generator on the masked input, then (ELECTRA) sampling, corruption and discriminator.
+    """Generator on the masked input, then sampling, corruption and the second network.
 
     Dropout masks and generator samples depend only on (config.seed, step, example or
     layer, replica), so a run resumed from a checkpoint draws what the uninterrupted run
@@ -88,7 +128,7 @@ class ElectraPretrainer(tf_keras.Model):
                   F.SEGMENT_IDS: features[F.SEGMENT_IDS],
                   F.MASKED_LM_POSITIONS: features[F.MASKED_LM_POSITIONS]}
     outputs = {"gen_logits": self.generator(gen_inputs, training=training)}  # [B, P, V]
-    if self.discriminator is None:
+    if self.discriminator is None or self.stage == STAGE_GENERATOR:
       return outputs
     cfg = self.config
     # Draws depend only on (seed, step, global example index): reproducible on resume and
@@ -102,11 +142,11 @@ class ElectraPretrainer(tf_keras.Model):
         outputs["gen_logits"], uniforms, cfg.temperature, disallow))
     corrupted = rtd.scatter_update(features[F.INPUT_IDS], samples,
                                    features[F.MASKED_LM_POSITIONS], features[F.MASKED_LM_WEIGHTS])
-    labels = rtd.replaced_labels(features[F.INPUT_IDS], corrupted, features[F.INPUT_MASK])
-    disc_inputs = {F.INPUT_IDS: corrupted, F.INPUT_MASK: features[F.INPUT_MASK],
-                   F.SEGMENT_IDS: features[F.SEGMENT_IDS]}
-    outputs.update(samples=samples, corrupted_ids=corrupted, labels=labels,
-                   disc_logits=self.discriminator(disc_inputs, training=training))
+    outputs.update(samples=samples, corrupted_ids=corrupted)
+    inputs = {F.INPUT_IDS: corrupted, F.INPUT_MASK: features[F.INPUT_MASK],
+              F.SEGMENT_IDS: features[F.SEGMENT_IDS]}
+    second = _SECOND_PASS[cfg.objective]
+    outputs.update(second(self.discriminator, inputs, features, training))
     return outputs
 
   def compute_losses(self, outputs, features) -> dict[str, tf.Tensor]:
@@ -114,28 +154,66 @@ class ElectraPretrainer(tf_keras.Model):
 
     Each loss is (this replica's numerator) / (denominator summed over all replicas),
     so summing the replicas' losses, and so their gradients, gives exactly the loss
-    and gradient of the whole global batch on one device.
+    and gradient of the whole global batch on one device. The total weighs the generator
+    by gen_weight, the detector by disc_weight and a second masked-LM by 1 (an MLM
+    loss, as the generator's); a two-stage run counts only the network it trains.
     """
-    weights = features[F.MASKED_LM_WEIGHTS]
-    num, den = rtd.mlm_loss_terms(outputs["gen_logits"], features[F.MASKED_LM_IDS], weights)
-    losses = {"gen_loss": num / (_global_sum(den) + _EPS)}
+    def share(terms):
+      num, den = terms
+      return num / (_global_sum(den) + _EPS)
+
+    losses = {"gen_loss": share(rtd.mlm_loss_terms(
+        outputs["gen_logits"], features[F.MASKED_LM_IDS], features[F.MASKED_LM_WEIGHTS]))}
     total = self.config.gen_weight * losses["gen_loss"]
-    if self.discriminator is not None:
-      num, den = rtd.rtd_loss_terms(outputs["disc_logits"], outputs["labels"],
-                                    features[F.INPUT_MASK])
-      losses["disc_loss"] = num / (_global_sum(den) + _EPS)
+    if "disc_logits" in outputs:
+      losses["disc_loss"] = share(rtd.rtd_loss_terms(
+          outputs["disc_logits"], outputs["labels"], outputs["disc_weights"]))
       total += self.config.disc_weight * losses["disc_loss"]
+    elif "mlm_loss_terms" in outputs:
+      losses["mlm_loss"] = share(outputs["mlm_loss_terms"])
+      total += losses["mlm_loss"]
+    if self.stage == STAGE_DISCRIMINATOR:
+      total = self.config.disc_weight * losses["disc_loss"]
     losses["loss"] = total
     return losses
 
+  def trained_variables(self) -> list[tf.Variable]:
+    """The variables this stage updates (all of them outside two-stage training)."""
+    if self.stage == STAGE_GENERATOR:
+      return self.generator.trainable_variables
+    if self.stage == STAGE_DISCRIMINATOR:
+      return self.discriminator.trainable_variables
+    return self.trainable_variables
+
+  def stage_segments(self, start: int) -> list[tuple[str, int]]:
+    """[(stage, last step)] still to run from step `start`, in order."""
+    total, boundary = self.config.num_train_steps, self.config.two_stage_steps
+    if not boundary:
+      return [(STAGE_JOINT, total)]
+    segments = [(STAGE_DISCRIMINATOR, total)]
+    if start < boundary:
+      segments.insert(0, (STAGE_GENERATOR, boundary))
+    return segments
+
+  def enter_stage(self, stage: str, step: int) -> None:
+    """Switches what the train step trains; entering the discriminator stage at its first
+    step copies the generator's encoder into the discriminator's (equal sizes)."""
+    if stage == STAGE_DISCRIMINATOR and step == self.config.two_stage_steps:
+      for target, value in zip(self.discriminator.encoder.weights, self.generator.encoder.weights,
+                               strict=True):
+        target.assign(value)
+    if stage != self.stage:
+      self.stage = stage
+      self.train_function = None  # retrace: the step's variables and losses change
+
   def compute_gradients(self, features, step):
-    """(outputs, losses, gradients), the gradients summed over replicas and unscaled."""
+    """(outputs, losses, gradients of this stage's variables), summed over replicas, unscaled."""
     with tf.GradientTape() as tape:
       outputs = self.forward(features, step, training=True)
       losses = self.compute_losses(outputs, features)
       loss = scale_loss(self.optimizer, losses["loss"])
     return outputs, losses, summed_gradients(self.optimizer, tape, loss,
-                                             self.trainable_variables)
+                                             self.trained_variables())
 
   def train_step(self, features):
     outputs, losses, grads = self.compute_gradients(features, self.optimizer.iterations)
@@ -144,8 +222,9 @@ class ElectraPretrainer(tf_keras.Model):
     finite = self._apply_if_finite(grads, summed["loss"], norm)
     # Every replica adds its share: the metric sums over replicas when read.
     replicas = tf.distribute.get_replica_context().num_replicas_in_sync
-    self.nonfinite_steps.update_state((1.0 - tf.cast(finite, tf.float32)) / replicas)
-    self._update_metrics(outputs, features, summed, norm)
+    self.pretrain_metrics.nonfinite_steps.update_state(
+        (1.0 - tf.cast(finite, tf.float32)) / replicas)
+    self.pretrain_metrics.update(outputs, features, summed, norm)
     return {m.name: m.result() for m in self.metrics}
 
   def _apply_if_finite(self, grads, loss: tf.Tensor, grad_norm: tf.Tensor) -> tf.Tensor:
@@ -155,8 +234,9 @@ class ElectraPretrainer(tf_keras.Model):
     as dynamic loss scaling does. Under float16 the LossScaleOptimizer already skips
     steps whose (scaled) gradients overflow, so only a non-finite loss counts here.
     """
+    variables = self.trained_variables()
     if isinstance(self.optimizer, tf_keras.mixed_precision.LossScaleOptimizer):
-      self.optimizer.apply_gradients(zip(grads, self.trainable_variables),
+      self.optimizer.apply_gradients(zip(grads, variables),
                                      experimental_aggregate_gradients=False)
       return tf.math.is_finite(loss)
     finite = tf.logical_and(tf.math.is_finite(loss), tf.math.is_finite(grad_norm))
@@ -169,7 +249,7 @@ class ElectraPretrainer(tf_keras.Model):
       def apply():
         strategy.extended.call_for_each_replica(
             lambda g: self.optimizer.apply_gradients(
-                zip(g, self.trainable_variables), experimental_aggregate_gradients=False),
+                zip(g, variables), experimental_aggregate_gradients=False),
             args=(grads,))
         return tf.constant(True)
 
@@ -177,7 +257,7 @@ class ElectraPretrainer(tf_keras.Model):
         self.optimizer.iterations.assign_add(1, read_value=False)
         return tf.constant(False)
 
-      return tf.__internal__.smart_cond.smart_cond(finite, apply, skip)
+      return tf.cond(finite, apply, skip)
 
     tf.distribute.get_replica_context().merge_call(apply_or_skip, args=(list(grads), finite))
     return finite
@@ -185,31 +265,10 @@ class ElectraPretrainer(tf_keras.Model):
   def test_step(self, features):
     outputs = self.forward(features, self.optimizer.iterations, training=False)
     losses = self.compute_losses(outputs, features)
-    self._update_metrics(outputs, features, {k: _global_sum(v) for k, v in losses.items()})
+    self.pretrain_metrics.update(outputs, features,
+                                 {k: _global_sum(v) for k, v in losses.items()})
     return {m.name: m.result() for m in self.metrics}
 
-  def _update_metrics(self, outputs, features, losses, grad_norm=None):
-    weights = features[F.MASKED_LM_WEIGHTS]
-    self.loss_tracker.update_state(losses["loss"])
-    self.gen_loss_tracker.update_state(losses["gen_loss"])
-    predicted = tf.argmax(outputs["gen_logits"], -1, output_type=tf.int32)
-    self.gen_accuracy.update_state(
-        tf.cast(predicted == features[F.MASKED_LM_IDS], tf.float32), weights)
-    if grad_norm is not None:
-      self.grad_norm.update_state(grad_norm)
-    if self.discriminator is None:
-      return
-    mask = tf.cast(features[F.INPUT_MASK], tf.float32)
-    labels = outputs["labels"]
-    probs = tf.sigmoid(outputs["disc_logits"])
-    self.disc_loss_tracker.update_state(losses["disc_loss"])
-    self.sampled_accuracy.update_state(
-        tf.cast(outputs["samples"] == features[F.MASKED_LM_IDS], tf.float32), weights)
-    self.disc_accuracy.update_state(
-        tf.cast(tf.cast(probs > 0.5, tf.int32) == labels, tf.float32), mask)
-    for metric in (self.disc_precision, self.disc_recall, self.disc_auc):
-      metric.update_state(labels, probs, sample_weight=mask)
-    self.replaced_fraction.update_state(tf.cast(labels, tf.float32), mask)
-
   def get_config(self):
-    return {"config": self.config.to_dict(), "name": self.name}
+    return {"config": self.config.to_dict(), "fused_kernels": self.fused_kernels,
+            "name": self.name}

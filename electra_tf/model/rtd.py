@@ -118,6 +118,21 @@ def scatter_update(ids: tf.Tensor, updates: tf.Tensor, positions: tf.Tensor,
   return ids * (1 - written) + new_values
 
 
+def position_mask(positions: tf.Tensor, weights: tf.Tensor, seq_len: int | tf.Tensor) -> tf.Tensor:
+  """1.0 at the real masked positions, 0.0 elsewhere.
+
+  Args:
+    positions: int32 [B, P].
+    weights: float32 [B, P] (0 in unused slots).
+    seq_len: L.
+
+  Returns:
+    float32 [B, L].
+  """
+  real = tf.cast(weights > 0, tf.float32)[:, :, tf.newaxis]
+  return tf.reduce_max(tf.one_hot(positions, seq_len, dtype=tf.float32) * real, axis=1)
+
+
 def replaced_labels(original_ids: tf.Tensor, corrupted_ids: tf.Tensor,
                     input_mask: tf.Tensor) -> tf.Tensor:
   """1 where a real token was replaced by a different one; a correct sample counts as original.
@@ -185,16 +200,57 @@ def sparse_cross_entropy(logits: tf.Tensor, labels: tf.Tensor):
   return ce, grad
 
 
+def copy_mlm_loss_terms(logits: tf.Tensor, copy_logits: tf.Tensor, target_ids: tf.Tensor,
+                        input_ids: tf.Tensor, weights: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+  """All-Tokens MLM cross-entropy with the copy mechanism, as (numerator, denominator).
+
+  The model's distribution at a position with input token x is
+  p(t) = D * 1[t = x] + (1 - D) * softmax(logits)[t], with D = sigmoid(copy_logit);
+  the loss is -log p(target), computed in log space.
+
+  Args:
+    logits: float32 [B, L, V] MLM logits.
+    copy_logits: float32 [B, L].
+    target_ids: int32 [B, L] the original tokens.
+    input_ids: int32 [B, L] the tokens the model read.
+    weights: float [B, L] (the input mask).
+
+  Returns:
+    (sum of weighted cross-entropies, sum of weights): scalars.
+  """
+  log_softmax_target = -sparse_cross_entropy(logits, target_ids)  # log softmax[target]
+  log_copy = tf.math.log_sigmoid(copy_logits)
+  log_generate = tf.math.log_sigmoid(-copy_logits) + log_softmax_target
+  high = tf.maximum(log_copy, log_generate)
+  log_both = high + tf.math.log1p(tf.exp(-tf.abs(log_copy - log_generate)))
+  log_p = tf.where(tf.equal(target_ids, input_ids), log_both, log_generate)
+  weights = tf.cast(weights, tf.float32)
+  return -tf.reduce_sum(log_p * weights), tf.reduce_sum(weights)
+
+
+def copy_mlm_predictions(logits: tf.Tensor, copy_logits: tf.Tensor,
+                         input_ids: tf.Tensor) -> tf.Tensor:
+  """The most probable token under the copy mixture: int32 [B, L] (shapes as above)."""
+  probs = tf.nn.softmax(logits)
+  best = tf.argmax(probs, -1, output_type=tf.int32)
+  copy = tf.sigmoid(copy_logits)
+  p_input = copy + (1.0 - copy) * tf.gather(probs, input_ids[..., tf.newaxis],
+                                            batch_dims=2)[..., 0]
+  p_best = (1.0 - copy) * tf.reduce_max(probs, -1)
+  return tf.where(p_input >= p_best, input_ids, best)
+
+
 def rtd_loss_terms(logits: tf.Tensor, labels: tf.Tensor,
                    input_mask: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-  """Sigmoid cross-entropy over every non-pad token as (numerator, denominator).
+  """Sigmoid cross-entropy over the weighted tokens as (numerator, denominator).
 
   Args:
     logits: float32 [B, L].
-    labels, input_mask: int32 [B, L].
+    labels: int32 [B, L].
+    input_mask: [B, L] weights: the input mask (every real token) or the masked positions.
 
   Returns:
-    (sum of cross-entropies over real tokens, number of real tokens): scalars.
+    (sum of weighted cross-entropies, sum of weights): scalars.
   """
   mask = tf.cast(input_mask, tf.float32)
   ce = tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.cast(labels, tf.float32), logits=logits)

@@ -1,0 +1,87 @@
+"""The pretraining metrics of every objective, updated from one forward pass's outputs."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+import tf_keras
+
+from electra_tf import features as F
+
+
+class PretrainMetrics(tf_keras.layers.Layer):
+  """Running metrics of ElectraPretrainer; Keras collects them through the model.
+
+  Which metrics exist depends on the objective: the generator's (every objective), the
+  replaced-token detector's ("electra", "electra_15", over the positions its loss covers),
+  and the second network's masked-LM accuracy ("replace_mlm", "all_tokens_mlm").
+
+  Args:
+    objective: the run's PretrainConfig.objective.
+  """
+
+  def __init__(self, objective: str, **kwargs):
+    kwargs.setdefault("name", "pretrain_metrics")
+    super().__init__(**kwargs)
+    self.objective = objective
+    mean = tf_keras.metrics.Mean
+    self.loss = mean("loss")
+    self.gen_loss = mean("gen_loss")
+    self.gen_accuracy = mean("gen_accuracy")
+    self.grad_norm = mean("grad_norm")
+    # Steps whose update was dropped for a non-finite loss or gradient.
+    self.nonfinite_steps = tf_keras.metrics.Sum(name="nonfinite_steps")
+    if objective == "mlm":
+      return
+    self.sampled_accuracy = mean("sampled_accuracy")
+    if objective in ("electra", "electra_15"):
+      self.disc_loss = mean("disc_loss")
+      self.disc_accuracy = mean("disc_accuracy")
+      self.disc_precision = tf_keras.metrics.Precision(name="disc_precision")
+      self.disc_recall = tf_keras.metrics.Recall(name="disc_recall")
+      self.disc_auc = tf_keras.metrics.AUC(num_thresholds=200, name="disc_auc")
+      self.replaced_fraction = mean("replaced_fraction")
+    else:
+      self.mlm_loss = mean("mlm_loss")
+      self.mlm_accuracy = mean("mlm_accuracy")
+
+  def update(self, outputs: dict[str, tf.Tensor], features: dict[str, tf.Tensor],
+             losses: dict[str, tf.Tensor], grad_norm: tf.Tensor | None = None) -> None:
+    """Adds one batch; `losses` are global (summed over replicas)."""
+    weights = features[F.MASKED_LM_WEIGHTS]
+    targets = features[F.MASKED_LM_IDS]
+    self.loss.update_state(losses["loss"])
+    self.gen_loss.update_state(losses["gen_loss"])
+    if grad_norm is not None:
+      self.grad_norm.update_state(grad_norm)
+    self.gen_accuracy.update_state(_hits(outputs["gen_logits"], targets), weights)
+    if "samples" not in outputs:  # "mlm", or a two-stage run's generator stage
+      return
+    self.sampled_accuracy.update_state(
+        tf.cast(outputs["samples"] == targets, tf.float32), weights)
+    if "disc_logits" in outputs:
+      self._update_detector(outputs, losses)
+    elif "mlm_predictions" in outputs:
+      self.mlm_loss.update_state(losses["mlm_loss"])
+      hits = tf.cast(outputs["mlm_predictions"] == outputs["mlm_targets"], tf.float32)
+      self.mlm_accuracy.update_state(hits, outputs["mlm_weights"])
+
+  def _update_detector(self, outputs, losses) -> None:
+    mask = outputs["disc_weights"]
+    labels = outputs["labels"]
+    probs = tf.sigmoid(outputs["disc_logits"])
+    self.disc_loss.update_state(losses["disc_loss"])
+    self.disc_accuracy.update_state(
+        tf.cast(tf.cast(probs > 0.5, tf.int32) == labels, tf.float32), mask)
+    for metric in (self.disc_precision, self.disc_recall, self.disc_auc):
+      metric.update_state(labels, probs, sample_weight=mask)
+    self.replaced_fraction.update_state(tf.cast(labels, tf.float32), mask)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(objective=self.objective)
+    return config
+
+
+def _hits(logits: tf.Tensor, targets: tf.Tensor) -> tf.Tensor:
+  """1.0 where the argmax of `logits` [..., V] equals `targets` [...], else 0.0."""
+  return tf.cast(tf.argmax(logits, -1, output_type=tf.int32) == targets, tf.float32)
