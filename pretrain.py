@@ -50,7 +50,17 @@ flags.DEFINE_enum("optimizer", None, list(config_lib.OPTIMIZERS), "Optimizer (pr
 flags.DEFINE_enum("precision", None, list(config_lib.PRECISIONS),
                   "Compute precision; logits and losses stay float32.")
 flags.DEFINE_enum("objective", None, list(config_lib.OBJECTIVES),
-                  "electra: replaced-token detection; mlm: the BERT masked-LM baseline.")
+                  "electra: replaced-token detection on every token; electra_15: on the "
+                  "masked positions only; replace_mlm: masked-LM on generator samples at the "
+                  "masked positions; all_tokens_mlm: masked-LM on every token with a copy "
+                  "mechanism; mlm: the BERT masked-LM baseline (docs/objectives.md).")
+flags.DEFINE_enum("embedding_sharing", None, list(config_lib.EMBEDDING_SHARING),
+                  "What generator and discriminator share: tied embeddings (the paper's), "
+                  "none, all weights (equal sizes), or gdes (gradient-disentangled).")
+flags.DEFINE_integer("two_stage_steps", None,
+                     "Two-stage training: the generator alone for this many steps, then the "
+                     "discriminator, started from it, with the generator frozen (needs "
+                     "--generator_fraction=1 --embedding_sharing=none).")
 flags.DEFINE_float("generator_fraction", None, "Generator width as a fraction of the "
                    "discriminator's.")
 flags.DEFINE_float("mask_prob", None, "Fraction of tokens masked.")
@@ -83,7 +93,8 @@ flags.DEFINE_string("config_overrides", None,
 
 # Flags that map one-to-one onto PretrainConfig fields.
 _CONFIG_FLAGS = ("num_train_steps", "batch_size", "max_seq_length", "learning_rate",
-                 "warmup_steps", "optimizer", "precision", "objective", "generator_fraction",
+                 "warmup_steps", "optimizer", "precision", "objective", "embedding_sharing",
+                 "two_stage_steps", "generator_fraction",
                  "mask_prob", "disc_weight", "temperature", "seed", "deterministic",
                  "on_nonfinite", "checkpoint_steps",
                  "keep_checkpoints", "log_steps", "steps_per_execution")

@@ -14,6 +14,7 @@ import tf_keras
 from electra_tf.config import PretrainConfig
 from electra_tf.data import pipeline
 from electra_tf.errors import RuntimeFailure, UserError
+from electra_tf.model import networks
 from electra_tf.model.pretrainer import ElectraPretrainer
 from electra_tf.training import artifacts, callbacks, checkpoints
 from electra_tf.training.optimizer import WarmupLinearDecay, create_optimizer
@@ -224,15 +225,20 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
   saver = callbacks.CheckpointSaver(manager, config.checkpoint_steps, on_save=cleanup)
   guard = callbacks.NonFiniteGuard(config.on_nonfinite, manager, stream=stream)
   preemption = callbacks.PreemptionSaver(strategy if _is_multi_worker(strategy) else None)
-  dataset = make_dataset(config, data, strategy, start_step=start)
   print(f"training steps {start}..{config.num_train_steps} on {strategy.num_replicas_in_sync} "
         f"replica(s), global batch {config.batch_size} x {config.max_seq_length} tokens"
         + (", deterministic" if config.deterministic else ""), file=stream, flush=True)
   try:
     with preemption.catching_signals():
-      # The guard runs first: a diverged step must stop the run before anything saves it.
-      model.fit(dataset, epochs=1, steps_per_epoch=remaining, verbose=0,
-                callbacks=[guard, progress, preemption, saver])
+      for stage, last_step in model.stage_segments(start):
+        step = int(model.optimizer.iterations.numpy())
+        model.enter_stage(stage, step)
+        dataset = make_dataset(config, data, strategy, start_step=step)
+        # The guard runs first: a diverged step must stop the run before anything saves it.
+        model.fit(dataset, epochs=1, steps_per_epoch=last_step - step, verbose=0,
+                  callbacks=[guard, progress, preemption, saver])
+        if preemption.signal_name or preemption.peer_signalled:
+          break
   except tf.errors.DataLossError as exc:
     raise pipeline.explain_data_error(exc) from exc
   except tf.errors.InvalidArgumentError as exc:
@@ -256,7 +262,7 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
           f"{run_ckpt_dir}; rerun the same command to resume", file=stream, flush=True)
     raise Preempted(preemption.signal_name or "SIGTERM")
   # The MLM baseline has no discriminator: its encoder is what fine-tuning starts from.
-  encoder_model = model.discriminator or model.generator
+  encoder_model = networks.standalone_discriminator(model.discriminator or model.generator)
   out = os.path.join(model_dir, artifacts.DISCRIMINATOR_SUBDIR)
   if is_chief:
     artifacts.save_discriminator(encoder_model, data.vocab.path, out)

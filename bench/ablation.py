@@ -1,0 +1,357 @@
+r"""The ELECTRA paper's ablations in miniature: pretrain each arm, fine-tune it, tabulate.
+
+  python bench/ablation.py --study=objectives       # Table 5 and Figure 4 in miniature
+  python bench/ablation.py --study=generator_size   # Figure 3 (left)
+  python bench/ablation.py --study=sharing          # weight tying, plus GDES
+  python bench/ablation.py --study=objectives --quick --workdir=/tmp/ablation  # toy budget
+
+Every arm pretrains the same discriminator (MINIATURE) from scratch on the built-in corpus
+(the Wikipedia paragraphs of SQuAD v1.1 train) with a WordPiece vocab learned from that
+corpus, the same sequence length, batch, learning rate and schedule shape (warmup 10% of
+the arm's steps, then linear decay). The objectives study gives every arm the electra
+arm's pretraining FLOPs (electra_tf.model.flops: an arm with a costlier step gets fewer
+steps); the other two give every arm the same steps and report FLOPs. Each encoder is then
+fine-tuned on movie-review polarity and TREC question types with several seeds (see
+ablation_finetune.py), beside a row without pretraining.
+
+Resumable: rerun the same command. A finished arm (its `done.json`) and every finished
+fine-tuning run (a line in `finetune/<task>.jsonl`) are kept; an interrupted arm resumes
+from its newest checkpoint. Results go to bench/results/ablation_<study>.{json,md} (and
+.png for the objectives study).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path[:0] = [ROOT, HERE]
+
+import ablation_finetune  # noqa: E402
+
+from electra_tf.config import EncoderConfig, PretrainConfig  # noqa: E402
+from electra_tf.model import flops  # noqa: E402
+
+# The miniature: ELECTRA-Small's width and heads, a third of its depth, seq 128.
+MINIATURE = dict(
+    model=dict(hidden_size=256, num_layers=4, num_heads=4, intermediate_size=1024,
+               embedding_size=128),
+    max_seq_length=128, batch_size=32, learning_rate=5e-4, precision="mixed_bfloat16",
+    steps_per_execution=50, log_steps=200, keep_checkpoints=5)
+ELECTRA_STEPS = 2400  # the electra arm's steps; the objectives study's FLOP budget
+VOCAB_SIZE = 8192
+SEEDS = (0, 1, 2)
+
+QUICK = dict(
+    model=dict(hidden_size=64, num_layers=2, num_heads=2, intermediate_size=128,
+               embedding_size=32),
+    max_seq_length=32, batch_size=8, learning_rate=5e-4, precision="float32",
+    steps_per_execution=10, log_steps=20, keep_checkpoints=5)
+QUICK_STEPS, QUICK_VOCAB, QUICK_ARTICLES, QUICK_SEEDS = 40, 1000, 6, (0, 1)
+
+# GLUE dev from the paper (Clark et al. 2020, section 3.2-3.4), for the tables.
+PAPER = {
+    "objectives": {"electra": 85.0, "all_tokens_mlm": 84.3, "electra_15": 82.4,
+                   "replace_mlm": 82.4, "mlm": 82.2, "two_stage": None},
+    "sharing": {"none": 83.6, "tied": 84.3, "all": 84.4, "gdes": None},
+    "generator_size": {},
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Arm:
+  """One pretraining run of a study.
+
+  Attributes:
+    name: the arm's directory and row name.
+    changes: PretrainConfig changes on top of the miniature.
+    checkpoints_at: fractions of the run whose checkpoints are fine-tuned too.
+  """
+
+  name: str
+  changes: dict
+  checkpoints_at: tuple[float, ...] = ()
+
+
+def base_config(quick: bool, vocab_size: int) -> PretrainConfig:
+  values = dict(QUICK if quick else MINIATURE)
+  values["model"] = EncoderConfig(vocab_size=vocab_size, **values["model"])
+  return PretrainConfig(**values, num_train_steps=1000, warmup_steps=100)
+
+
+def _with_steps(config: PretrainConfig, steps: int, two_stage: bool = False) -> PretrainConfig:
+  """`steps` (rounded down to a multiple of 4), warmup 10%, a checkpoint every quarter.
+
+  Checkpoints are written at execution boundaries, so steps_per_execution becomes the
+  largest divisor of a quarter that is at most the miniature's.
+  """
+  quarter = max(1, steps // 4)
+  per_execution = max(d for d in range(1, config.steps_per_execution + 1) if quarter % d == 0)
+  changes = dict(num_train_steps=4 * quarter, warmup_steps=quarter * 4 // 10,
+                 checkpoint_steps=quarter, steps_per_execution=per_execution)
+  if two_stage:
+    changes["two_stage_steps"] = 2 * quarter
+  return config.replace(**changes)
+
+
+def arms(study: str) -> list[Arm]:
+  """The arms of `study`, in the paper's order."""
+  if study == "objectives":
+    quarters = (0.25, 0.5, 0.75)
+    return [Arm("electra", {}, quarters), Arm("all_tokens_mlm", {"objective": "all_tokens_mlm"}),
+            Arm("electra_15", {"objective": "electra_15"}),
+            Arm("replace_mlm", {"objective": "replace_mlm"}),
+            Arm("mlm", {"objective": "mlm"}, quarters),
+            Arm("two_stage", {"generator_fraction": 1.0, "embedding_sharing": "none",
+                              "two_stage": True})]
+  if study == "generator_size":
+    return [Arm(f"generator_{name}", {"generator_fraction": fraction})
+            for name, fraction in (("1_8", 0.125), ("1_4", 0.25), ("1_2", 0.5), ("1", 1.0))]
+  if study == "sharing":
+    return [Arm(mode, {"generator_fraction": 1.0, "embedding_sharing": mode})
+            for mode in ("none", "tied", "all", "gdes")]
+  raise ValueError(f"unknown study {study!r}")
+
+
+def arm_config(study: str, arm: Arm, base: PretrainConfig, steps: int) -> PretrainConfig:
+  """The arm's config: equal FLOPs (objectives) or equal steps (the other studies)."""
+  changes = {k: v for k, v in arm.changes.items() if k != "two_stage"}
+  two_stage = arm.changes.get("two_stage", False)
+  config = base.replace(**changes) if changes else base
+  if study != "objectives":
+    return _with_steps(config, steps, two_stage)
+  budget = flops.run_flops(_with_steps(base, steps))
+  candidate = _with_steps(config, steps, two_stage)
+  per_step = flops.run_flops(candidate) / steps  # two-stage: the mean over its stages
+  return _with_steps(config, int(budget // per_step), two_stage)
+
+
+def prepare_data(workdir: str, quick: bool, log=print):
+  """(vocab path, data dir): a vocab learned from the built-in corpus, and its TFRecords."""
+  from electra_tf.data import builtin, pretraining_data, vocab  # noqa: PLC0415
+
+  corpus = builtin.builtin_corpus(builtin.default_cache_dir(),
+                                  max_articles=QUICK_ARTICLES if quick else None)
+  vocab_path = os.path.join(workdir, "vocab.txt")
+  if not os.path.exists(vocab_path):
+    start = time.time()
+    learned = vocab.learn_vocab(corpus, QUICK_VOCAB if quick else VOCAB_SIZE,
+                                output_path=vocab_path)
+    log(f"learned a {learned.size}-token vocab in {time.time() - start:.0f}s")
+  seq_len = (QUICK if quick else MINIATURE)["max_seq_length"]
+  data_dir = pretraining_data.build_if_needed(
+      corpus, vocab_path, os.path.join(workdir, "data"), seq_len, show_progress=False)
+  return vocab_path, data_dir
+
+
+def pretrain_arm(config: PretrainConfig, model_dir: str, vocab_path: str, data_dir: str,
+                 log=print) -> dict:
+  """Pretrains (or resumes) one arm; its done.json once finished."""
+  done_path = os.path.join(model_dir, "done.json")
+  if os.path.exists(done_path):
+    with open(done_path, encoding="utf-8") as f:
+      return json.load(f)
+  import tf_keras  # noqa: PLC0415
+
+  from electra_tf import atomic  # noqa: PLC0415
+  from electra_tf.data import manifest as manifest_lib  # noqa: PLC0415
+  from electra_tf.data.vocab import load_vocab  # noqa: PLC0415
+  from electra_tf.training import pretraining, strategy  # noqa: PLC0415
+
+  tf_keras.backend.clear_session()
+  strategy.set_precision(config.precision)
+  manifest = manifest_lib.read_manifest(data_dir)
+  data = pretraining.TrainData(manifest.shard_paths, load_vocab(vocab_path),
+                               manifest.examples, manifest.tokens)
+  start = time.time()
+  os.makedirs(model_dir, exist_ok=True)
+  with open(os.path.join(model_dir, "log.txt"), "a", encoding="utf-8") as stream:
+    result = pretraining.run_pretraining(config, data, model_dir,
+                                         strategy.make_strategy("one_device"), stream=stream)
+  last = result.history[-1] if result.history else {}
+  record = {"steps": config.num_train_steps, "flops": flops.run_flops(config),
+            "seconds_this_process": round(time.time() - start),
+            "final_metrics": {k: round(float(v), 4) for k, v in last.items()
+                              if isinstance(v, (int, float))}}
+  atomic.atomic_write_text(done_path, json.dumps(record, indent=2))
+  log(f"pretrained {model_dir}: {record['steps']} steps, {record['flops'] / 1e15:.2f} PFLOP")
+  return record
+
+
+def encoders_to_finetune(study: str, workdir: str, plan: list[tuple[Arm, PretrainConfig]]):
+  """{row name: checkpoint} for every arm (and its partial checkpoints), plus "random"."""
+  out = {"random": None}
+  for arm, config in plan:
+    model_dir = os.path.join(workdir, arm.name)
+    out[arm.name] = os.path.join(model_dir, "discriminator")
+    for fraction in arm.checkpoints_at:
+      step = int(round(fraction * config.num_train_steps))
+      out[f"{arm.name}@{fraction:.0%}"] = os.path.join(model_dir, "checkpoints", f"ckpt-{step}")
+  return out
+
+
+def summarise(study: str, plan, scores: dict, pretrain: dict) -> dict:
+  """Per row: mean and standard error per task and of the per-seed task average."""
+  rows = {}
+  configs = {arm.name: config for arm, config in plan}
+  for name in scores[next(iter(scores))]:
+    row = {}
+    per_seed_average = None
+    for task, by_encoder in scores.items():
+      values = [100 * v for v in by_encoder[name]]
+      mean, stderr = ablation_finetune.mean_and_stderr(values)
+      row[task] = {"mean": round(mean, 2), "stderr": round(stderr, 2), "seeds": values}
+      per_seed_average = values if per_seed_average is None else [
+          (a + b) for a, b in zip(per_seed_average, values)]
+    average = [v / len(scores) for v in per_seed_average]
+    mean, stderr = ablation_finetune.mean_and_stderr(average)
+    row["average"] = {"mean": round(mean, 2), "stderr": round(stderr, 2)}
+    arm_name, _, fraction = name.partition("@")
+    if arm_name in configs:
+      config = configs[arm_name]
+      steps = config.num_train_steps
+      if fraction:
+        steps = int(round(float(fraction.rstrip("%")) / 100 * steps))
+      row["pretrain_steps"] = steps
+      row["pretrain_flops"] = flops.run_flops(config, steps)
+      if not fraction:
+        row["pretrain"] = pretrain.get(arm_name, {})
+    row["paper_glue"] = PAPER.get(study, {}).get(name)
+    rows[name] = row
+  return rows
+
+
+def markdown(study: str, rows: dict, meta: dict) -> str:
+  tasks = [t for t in next(iter(rows.values())) if isinstance(next(iter(rows.values()))[t], dict)
+           and "seeds" in next(iter(rows.values()))[t]]
+  head = ["arm", "pretrain PFLOP", *tasks, "average", "paper GLUE"]
+  lines = [f"### Ablation: {study}", "",
+           f"Command: `{meta['command']}`; commit {meta['commit']}; {meta['cpu']}; "
+           f"wall time {meta['wall_time']}. Fine-tuning accuracy (%) on the dev sets, mean "
+           f"± standard error over seeds {list(meta['seeds'])}.", "",
+           "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+  ordered = sorted(rows.items(), key=lambda kv: -kv[1]["average"]["mean"])
+  for name, row in ordered:
+    cells = [name, f"{row.get('pretrain_flops', 0) / 1e15:.2f}"]
+    cells += [f"{row[t]['mean']:.2f} ± {row[t]['stderr']:.2f}" for t in tasks]
+    cells.append(f"**{row['average']['mean']:.2f} ± {row['average']['stderr']:.2f}**")
+    cells.append("" if row.get("paper_glue") is None else f"{row['paper_glue']}")
+    lines.append("| " + " | ".join(cells) + " |")
+  return "\n".join(lines) + "\n"
+
+
+def plot(rows: dict, path: str) -> None:
+  """Downstream average against pretraining FLOPs for electra and mlm (Figure 4)."""
+  import matplotlib  # noqa: PLC0415
+
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt  # noqa: PLC0415
+
+  fig, ax = plt.subplots(figsize=(6, 4))
+  for arm, colour in (("electra", "tab:blue"), ("mlm", "tab:orange")):
+    points = sorted((row["pretrain_flops"] / 1e15, row["average"]["mean"],
+                     row["average"]["stderr"]) for name, row in rows.items()
+                    if name.split("@")[0] == arm)
+    xs, ys, es = zip(*points)
+    ax.errorbar(xs, ys, yerr=es, marker="o", capsize=3, label=arm, color=colour)
+  random = rows["random"]["average"]
+  ax.axhline(random["mean"], color="grey", linestyle="--", label="no pretraining")
+  ax.set_xlabel("pretraining PFLOPs")
+  ax.set_ylabel("fine-tuning accuracy, task average (%)")
+  ax.set_title("Downstream score against pretraining compute")
+  ax.legend()
+  fig.tight_layout()
+  fig.savefig(path, dpi=120)
+
+
+def _cpu() -> str:
+  try:
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+      info = f.read()
+    model = next(line.split(":", 1)[1].strip() for line in info.splitlines()
+                 if line.startswith("model name"))
+    amx = "with AMX" if "amx_bf16" in info else "no AMX"
+    return f"{model} ({amx}), {os.cpu_count()} cores"
+  except (OSError, StopIteration):
+    return platform.processor() or "unknown CPU"
+
+
+def _commit() -> str:
+  try:
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
+                          capture_output=True, text=True).stdout.strip()
+  except (OSError, subprocess.CalledProcessError):
+    return "unknown"
+
+
+def run_study(study: str, workdir: str, quick: bool = False, results_dir: str | None = None,
+              log=print) -> dict:
+  """Runs (or resumes) one study; returns its results and writes them to `results_dir`."""
+  started = time.time()
+  workdir = os.path.join(workdir, study)
+  os.makedirs(workdir, exist_ok=True)
+  vocab_path, data_dir = prepare_data(os.path.dirname(workdir), quick, log)
+  from electra_tf.data.vocab import load_vocab  # noqa: PLC0415
+
+  base = base_config(quick, load_vocab(vocab_path).size)
+  steps = QUICK_STEPS if quick else ELECTRA_STEPS
+  plan = [(arm, arm_config(study, arm, base, steps)) for arm in arms(study)]
+  pretrain = {}
+  for arm, config in plan:
+    log(f"arm {arm.name}: {config.num_train_steps} steps, "
+        f"{flops.run_flops(config) / 1e15:.3f} PFLOP")
+    pretrain[arm.name] = pretrain_arm(config, os.path.join(workdir, arm.name), vocab_path,
+                                      data_dir, log)
+  encoders = encoders_to_finetune(study, workdir, plan)
+  scores = ablation_finetune.finetune_all(
+      base.model, vocab_path, encoders, list(QUICK_SEEDS if quick else SEEDS),
+      os.path.join(workdir, "finetune"), quick=quick, log=log)
+  rows = summarise(study, plan, scores, pretrain)
+  elapsed = time.time() - started
+  meta = {"command": " ".join(["python", "bench/ablation.py", *sys.argv[1:]]),
+          "commit": _commit(), "cpu": _cpu(),
+          "wall_time": f"{elapsed / 60:.0f} min in the last invocation",
+          "seeds": QUICK_SEEDS if quick else SEEDS,
+          "miniature": QUICK if quick else MINIATURE, "vocab_size": base.model.vocab_size}
+  result = {"study": study, "meta": meta, "rows": rows}
+  out_dir = results_dir or workdir
+  os.makedirs(out_dir, exist_ok=True)
+  stem = os.path.join(out_dir, f"ablation_{study}")
+  with open(stem + ".json", "w", encoding="utf-8") as f:
+    json.dump(result, f, indent=2)
+  with open(stem + ".md", "w", encoding="utf-8") as f:
+    f.write(markdown(study, rows, meta))
+  if study == "objectives":
+    plot(rows, stem + ".png")
+  log(f"wrote {stem}.json and .md")
+  return result
+
+
+def main() -> None:
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser.add_argument("--study", required=True, choices=["objectives", "generator_size",
+                                                          "sharing"])
+  parser.add_argument("--quick", action="store_true", help="toy budget (the test suite's)")
+  parser.add_argument("--workdir", default=os.path.join(ROOT, "runs", "ablation"))
+  parser.add_argument("--results_dir", default=None,
+                      help="default: bench/results (the workdir with --quick)")
+  args = parser.parse_args()
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+  results = args.results_dir or (None if args.quick else os.path.join(HERE, "results"))
+
+  def log(line: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {line}", flush=True)
+
+  run_study(args.study, args.workdir, args.quick, results, log)
+
+
+if __name__ == "__main__":
+  main()

