@@ -31,9 +31,9 @@ _LONGEST_FILES_FIRST = (
     "tests/test_finetune_cli.py",  # 125
     "tests/model/test_pretrainer.py",  # 110
     "tests/training/test_fault_tolerance.py",  # 106
-    "tests/export/test_saved_model.py",  # 60
+    "tests/serving/test_saved_model.py",  # 60
     "tests/data/test_data_pipeline.py",  # 28
-    "tests/export/test_errors.py",  # 20
+    "tests/checkpoints/test_errors.py",  # 20
 )
 
 

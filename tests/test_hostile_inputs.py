@@ -18,10 +18,10 @@ from testing_utils import ROOT, assert_clear_error
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
 COMMANDS = {
     "pretrain": [sys.executable, os.path.join(ROOT, "pretrain.py")],
-    "build": [sys.executable, "-m", "electra_tf.data.build_pretraining_data"],
-    "convert": [sys.executable, "-m", "electra_tf.convert"],
+    "build": [sys.executable, "-m", "electra_tf.commands.build_data"],
+    "convert": [sys.executable, "-m", "electra_tf.commands.convert"],
     "finetune": [sys.executable, os.path.join(ROOT, "finetune.py")],
-    "export": [sys.executable, "-m", "electra_tf.export"],
+    "export": [sys.executable, "-m", "electra_tf.commands.export"],
 }
 # One document of plain English, one sentence a line.
 TEXT = "The quick brown fox jumps over the dog.\n" * 40
@@ -98,21 +98,21 @@ def data_64(root):
 def discriminator(root):
   """A discriminator export of the tiny preset, as pretrain.py writes it (random weights)."""
   import configs
+  from electra_tf.checkpoints import native
   from electra_tf.data import vocab
   from electra_tf.model import networks
-  from electra_tf.training import artifacts
 
   model = networks.Discriminator(configs.get("tiny").model)
   model(networks.dummy_inputs())
-  return artifacts.save_discriminator(model, vocab.builtin_vocab_path(),
+  return native.save_discriminator(model, vocab.builtin_vocab_path(),
                                       str(root / "discriminator"))
 
 
 @pytest.fixture(scope="module")
 def hf_folder(root, discriminator):
-  from electra_tf.export import convert
+  from electra_tf.checkpoints import converter
 
-  return os.path.join(convert.export_hf(discriminator, str(root / "hf")), "discriminator")
+  return os.path.join(converter.export_hf(discriminator, str(root / "hf")), "discriminator")
 
 
 @pytest.fixture(scope="module")
@@ -120,9 +120,9 @@ def tf1_checkpoint(root, discriminator):
   """The same weights as an authors'-layout (name-based) TF1 checkpoint."""
   import tensorflow as tf
 
-  from electra_tf.export import convert, names
+  from electra_tf.checkpoints import converter, names
 
-  tensors = names.extract(None, convert.load(discriminator).discriminator)
+  tensors = names.extract(None, converter.load(discriminator).discriminator)
   prefix = str(root / "tf1" / "model.ckpt")
   keys = sorted(tensors)
   tf.raw_ops.SaveV2(prefix=prefix, tensor_names=keys, shape_and_slices=[""] * len(keys),
@@ -158,7 +158,7 @@ def ckpt_data(directory):
 
 
 # ---------------------------------------------------------------------------------------------
-# python -m electra_tf.data.build_pretraining_data
+# electra-build-data
 
 
 def _utf16(tmp_path, root):
@@ -311,7 +311,7 @@ def test_pretrain_names_a_corrupted_record(tmp_path, data_64):
 
 
 # ---------------------------------------------------------------------------------------------
-# python -m electra_tf.convert
+# electra-convert
 
 
 def _ours(tmp_path, source, damage):
@@ -487,7 +487,7 @@ def test_finetune_works_on_a_10_mb_line(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
-# python -m electra_tf.export
+# electra-export
 
 
 EXPORT_REFUSED = {

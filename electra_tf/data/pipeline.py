@@ -18,6 +18,7 @@ from electra_tf import features
 from electra_tf.data.manifest import _REBUILD, check_manifest, read_manifest
 from electra_tf.data.vocab import Vocab
 from electra_tf.errors import UserError, tf_error_line
+from electra_tf.filenames import MANIFEST_NAME
 
 
 def parse_fn(max_seq_length: int) -> Callable[[tf.Tensor], dict[str, tf.Tensor]]:
@@ -132,7 +133,7 @@ def resolve_files(file_pattern_or_list: str | Sequence[str], vocab: Vocab,
   if isinstance(file_pattern_or_list, str) and tf.io.gfile.isdir(file_pattern_or_list):
     manifest = read_manifest(file_pattern_or_list, required=False)
     if manifest is None:
-      raise UserError(f"no {features.MANIFEST_NAME} in {file_pattern_or_list}; pass a glob of "
+      raise UserError(f"no {MANIFEST_NAME} in {file_pattern_or_list}; pass a glob of "
                       f"its shards ('{file_pattern_or_list}/*.tfrecord') or rebuild the data "
                       f"with {_REBUILD}")
     check_manifest(manifest, vocab, max_seq_length)

@@ -14,6 +14,7 @@ import tensorflow as tf
 import tf_keras
 
 from electra_tf.errors import RuntimeFailure, tf_error_line
+from electra_tf.filenames import CKPT_NAME
 
 
 def _format_duration(seconds: float) -> str:
@@ -153,7 +154,7 @@ class CheckpointSaver(tf_keras.callbacks.Callback):
     try:
       self.manager.save(checkpoint_number=step)
     except (tf.errors.OpError, OSError) as exc:
-      prefix = os.path.join(self.manager.directory, f"ckpt-{step}")
+      prefix = os.path.join(self.manager.directory, f"{CKPT_NAME}-{step}")
       for path in tf.io.gfile.glob(prefix + ".*") + tf.io.gfile.glob(prefix + "_temp*"):
         with contextlib.suppress(tf.errors.OpError, OSError):
           if tf.io.gfile.isdir(path):

@@ -16,8 +16,10 @@ import sys
 import tensorflow as tf
 
 from electra_tf.errors import UserError
+from electra_tf.filenames import CKPT_NAME
 
-_NUMBERED = re.compile(r"^ckpt-(\d+)\.index$")
+# tf.train.CheckpointManager names its saves <checkpoint_name>-<step>; ours use CKPT_NAME.
+_NUMBERED = re.compile(rf"^{CKPT_NAME}-(\d+)\.index$")
 
 
 def numbered(ckpt_dir: str) -> list[tuple[int, str]]:
@@ -85,7 +87,7 @@ def remove_partial_saves(ckpt_dir: str) -> list[str]:
     return removed
   for name in tf.io.gfile.listdir(ckpt_dir):
     name = name.rstrip("/")
-    if name.startswith("ckpt-") and name.endswith("_temp"):
+    if name.startswith(f"{CKPT_NAME}-") and name.endswith("_temp"):
       path = os.path.join(ckpt_dir, name)
       tf.io.gfile.rmtree(path)
       removed.append(path)

@@ -16,16 +16,23 @@ import tensorflow as tf
 import tf_keras
 
 from electra_tf import atomic
+from electra_tf.checkpoints import converter
+from electra_tf.checkpoints.tf1 import READ_ERRORS, checkpoint_error
 from electra_tf.config import EncoderConfig, FinetuneConfig
 from electra_tf.errors import UserError, check_field_types
+from electra_tf.filenames import (
+  BEST_SUBDIR,
+  CHECKPOINT_SUBDIR,
+  CKPT_NAME,
+  EVAL_LOGS,
+  FINETUNE_RECORD,
+  RESULTS_NAME,
+  TRAIN_LOGS,
+  VOCAB_NAME,
+)
 from electra_tf.model.finetune_models import FinetuneModel, build_finetune_model, model_for_task
 from electra_tf.training.callbacks import ProgressLogger
 from electra_tf.training.optimizer import WarmupLinearDecay, create_optimizer
-
-RUN_CONFIG = "finetune.json"
-BEST_SUBDIR = "best"
-CHECKPOINT_SUBDIR = "checkpoints"
-RESULTS_NAME = "eval_results.json"
 
 
 class Task(Protocol):
@@ -79,7 +86,7 @@ def make_optimizer(config: FinetuneConfig, total_steps: int, num_layers: int):
 
 def _check_run_config(output_dir: str, record: dict[str, Any]) -> None:
   """Refuses to resume a run in `output_dir` made with another task, model or config."""
-  path = os.path.join(output_dir, RUN_CONFIG)
+  path = os.path.join(output_dir, FINETUNE_RECORD)
   if not os.path.exists(path):
     return
   with open(path, encoding="utf-8") as f:
@@ -114,7 +121,7 @@ class _Evaluator(tf_keras.callbacks.Callback):
     super().__init__()
     self.task, self.eval_dataset, self.output_dir = task, eval_dataset, output_dir
     self.record, self.vocab_path, self.manager, self.stream = record, vocab_path, manager, stream
-    self.writer = tf.summary.create_file_writer(os.path.join(output_dir, "eval"))
+    self.writer = tf.summary.create_file_writer(os.path.join(output_dir, EVAL_LOGS))
     self.history: list[dict[str, Any]] = []
     self.best: dict[str, Any] | None = None
     results = os.path.join(output_dir, RESULTS_NAME)
@@ -167,11 +174,11 @@ def save_finetuned(model: FinetuneModel, record: dict[str, Any], vocab_path: str
   at all, replacing an older one.
   """
   def write(tmp: str) -> None:
-    tf.train.Checkpoint(model=model).write(os.path.join(tmp, "ckpt"))
-    with open(os.path.join(tmp, RUN_CONFIG), "w", encoding="utf-8") as f:
+    tf.train.Checkpoint(model=model).write(os.path.join(tmp, CKPT_NAME))
+    with open(os.path.join(tmp, FINETUNE_RECORD), "w", encoding="utf-8") as f:
       json.dump(record, f, indent=2)
     if vocab_path:
-      shutil.copyfile(vocab_path, os.path.join(tmp, "vocab.txt"))
+      shutil.copyfile(vocab_path, os.path.join(tmp, VOCAB_NAME))
     for name, text in (artifacts or {}).items():
       with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
         f.write(text)
@@ -180,12 +187,10 @@ def save_finetuned(model: FinetuneModel, record: dict[str, Any], vocab_path: str
 
 
 def _restore_init(model: FinetuneModel, init_checkpoint: str | None, source, stream) -> None:
-  from electra_tf.export import convert
-
   if not init_checkpoint:
     print("no --init_checkpoint: the encoder starts from random weights", file=stream)
     return
-  report = convert.restore_into(source or init_checkpoint, discriminator=model.encoder)
+  report = converter.restore_into(source or init_checkpoint, discriminator=model.encoder)
   print(f"restored the encoder from {init_checkpoint}: {report.summary()}", file=stream)
 
 
@@ -205,7 +210,7 @@ def run_finetuning(task: Task, config: FinetuneConfig, encoder_config: EncoderCo
             "finetune": config.to_dict(), "init_checkpoint": init_checkpoint,
             **task.metadata()}
   _check_run_config(output_dir, record)
-  atomic.atomic_write_text(os.path.join(output_dir, RUN_CONFIG), json.dumps(record, indent=2))
+  atomic.atomic_write_text(os.path.join(output_dir, FINETUNE_RECORD), json.dumps(record, indent=2))
 
   train_data, num_examples = task.train_dataset()
   if num_examples == 0:
@@ -229,7 +234,8 @@ def run_finetuning(task: Task, config: FinetuneConfig, encoder_config: EncoderCo
     _restore_init(model, init_checkpoint, init_source, stream)
     model.compile(optimizer=make_optimizer(config, total_steps, encoder_config.num_layers))
     ckpt = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
-    manager = tf.train.CheckpointManager(ckpt, os.path.join(output_dir, CHECKPOINT_SUBDIR), 1)
+    manager = tf.train.CheckpointManager(ckpt, os.path.join(output_dir, CHECKPOINT_SUBDIR), 1,
+                                         checkpoint_name=CKPT_NAME)
     if manager.latest_checkpoint:
       ckpt.restore(manager.latest_checkpoint).expect_partial()
       print(f"resuming from {manager.latest_checkpoint}", file=stream)
@@ -242,7 +248,7 @@ def run_finetuning(task: Task, config: FinetuneConfig, encoder_config: EncoderCo
   evaluator = _Evaluator(task, eval_ds, output_dir, record, vocab_path, manager, stream)
   progress = ProgressLogger(total_steps, config.log_steps,
                             batch * config.max_seq_length,
-                            summary_dir=os.path.join(output_dir, "train"),
+                            summary_dir=os.path.join(output_dir, TRAIN_LOGS),
                             examples_per_epoch=num_examples, batch_size=batch, stream=stream)
   if initial_epoch < epochs:
     model.fit(train_ds, epochs=epochs, initial_epoch=initial_epoch,
@@ -257,21 +263,19 @@ def load_finetuned(path: str) -> tuple[FinetuneModel, dict[str, Any]]:
     UserError: `path` is not a fine-tuned model directory, or its finetune.json or
       checkpoint is damaged.
   """
-  record_path = os.path.join(path, RUN_CONFIG)
-  if not (os.path.exists(record_path) and os.path.exists(os.path.join(path, "ckpt.index"))):
-    raise UserError(f"{path} is not a fine-tuned model (no {RUN_CONFIG} and ckpt); pass the "
+  record_path = os.path.join(path, FINETUNE_RECORD)
+  if not (os.path.exists(record_path) and os.path.exists(os.path.join(path, CKPT_NAME + ".index"))):
+    raise UserError(f"{path} is not a fine-tuned model (no {FINETUNE_RECORD} and ckpt); pass the "
                     f"best/ directory of a finetune.py --output_dir, or --task=pretraining "
                     f"for a pretrained checkpoint")
   record, config, encoder, num_labels = _read_record(record_path)
   model = build_finetune_model(model_for_task(config, encoder, num_labels=num_labels))
-  from electra_tf.export.tf1 import READ_ERRORS, checkpoint_error
-
-  prefix = os.path.join(path, "ckpt")
+  prefix = os.path.join(path, CKPT_NAME)
   try:
     status = tf.train.Checkpoint(model=model).read(prefix)
     status.expect_partial().assert_existing_objects_matched()
   except AssertionError as exc:
-    raise UserError(f"{prefix} does not hold all weights of the model in {RUN_CONFIG}: "
+    raise UserError(f"{prefix} does not hold all weights of the model in {FINETUNE_RECORD}: "
                     f"{str(exc).splitlines()[0]}") from exc
   except READ_ERRORS as exc:
     raise checkpoint_error(prefix, exc) from exc

@@ -11,6 +11,8 @@ import sys
 import tensorflow as tf
 import tf_keras
 
+from electra_tf import filenames
+from electra_tf.checkpoints import converter, native
 from electra_tf.config import PretrainConfig
 from electra_tf.data import pipeline
 from electra_tf.errors import RuntimeFailure, UserError
@@ -145,7 +147,7 @@ def preflight(config: PretrainConfig, model_dir: str, strategy, vocab) -> list[s
   if vocab.size != config.model.vocab_size:
     raise UserError(f"the vocab has {vocab.size} tokens but the model expects "
                     f"{config.model.vocab_size}; set model.vocab_size or use the matching vocab")
-  latest = checkpoints.newest(os.path.join(model_dir, artifacts.CHECKPOINT_SUBDIR))
+  latest = checkpoints.newest(os.path.join(model_dir, filenames.CHECKPOINT_SUBDIR))
   notes = artifacts.save_or_check_run_config(model_dir, config, {"vocab_md5": vocab.md5},
                                              write=False, enforce=bool(latest))
   if config.warmup_steps > config.num_train_steps:
@@ -159,7 +161,7 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
                     fused_kernels: bool = True) -> RunResult:
   """Train (or resume) to config.num_train_steps.
 
-  `init_source` (from electra_tf.export.convert.read_source) seeds the networks' weights
+  `init_source` (from electra_tf.checkpoints.converter.read_source) seeds the networks' weights
   when model_dir has no checkpoint yet; a resume always prefers model_dir's own.
   """
   stream = stream or sys.stdout
@@ -175,7 +177,7 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
     tf.config.experimental.enable_op_determinism()
     if strategy.num_replicas_in_sync > 1:
       keep_replica_copies_equal()
-  run_ckpt_dir = os.path.join(model_dir, artifacts.CHECKPOINT_SUBDIR)
+  run_ckpt_dir = os.path.join(model_dir, filenames.CHECKPOINT_SUBDIR)
   latest = checkpoints.newest(run_ckpt_dir)
   data_info = {"vocab_md5": data.vocab.md5, "vocab_size": data.vocab.size,
                "examples": data.examples, "tokens": data.tokens}
@@ -191,7 +193,8 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
   ckpt_dir = run_ckpt_dir
   if not is_chief:  # every worker saves (the save is collective); only the chief's is kept
     ckpt_dir = os.path.join(model_dir, ".worker_tmp", f"worker_{task_id}")
-  manager = tf.train.CheckpointManager(checkpoint, ckpt_dir, max_to_keep=config.keep_checkpoints)
+  manager = tf.train.CheckpointManager(checkpoint, ckpt_dir, max_to_keep=config.keep_checkpoints,
+                                       checkpoint_name=filenames.CKPT_NAME)
   if is_chief:
     for path in checkpoints.remove_partial_saves(run_ckpt_dir):
       print(f"removed {path}, left by an interrupted save", file=stream)
@@ -200,9 +203,7 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
     print(f"resumed from {restored} at step {int(model.optimizer.iterations.numpy())}",
           file=stream)
   elif init_source is not None:
-    from electra_tf.export import convert  # noqa: PLC0415  (only when used)
-
-    report = convert.restore_into(init_source, model.generator, model.discriminator,
+    report = converter.restore_into(init_source, model.generator, model.discriminator,
                                   partial=True)
     print(report.summary(), file=stream)
   start = int(model.optimizer.iterations.numpy())
@@ -218,7 +219,7 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
 
   progress = callbacks.ProgressLogger(
       config.num_train_steps, config.log_steps, config.tokens_per_step,
-      summary_dir=os.path.join(model_dir, "train") if is_chief else None,
+      summary_dir=os.path.join(model_dir, filenames.TRAIN_LOGS) if is_chief else None,
       examples_per_epoch=data.examples, batch_size=config.batch_size,
       stream=stream if is_chief else open(os.devnull, "w"))
   saver = callbacks.CheckpointSaver(manager, config.checkpoint_steps, on_save=cleanup)
@@ -257,12 +258,12 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
     raise Preempted(preemption.signal_name or "SIGTERM")
   # The MLM baseline has no discriminator: its encoder is what fine-tuning starts from.
   encoder_model = model.discriminator or model.generator
-  out = os.path.join(model_dir, artifacts.DISCRIMINATOR_SUBDIR)
+  out = os.path.join(model_dir, filenames.DISCRIMINATOR_SUBDIR)
   if is_chief:
-    artifacts.save_discriminator(encoder_model, data.vocab.path, out)
+    native.save_discriminator(encoder_model, data.vocab.path, out)
     print(f"wrote the discriminator for fine-tuning to {out}", file=stream)
   else:
     tmp = os.path.join(model_dir, ".worker_tmp", f"disc_{task_id}")
-    artifacts.save_discriminator(encoder_model, None, tmp)
+    native.save_discriminator(encoder_model, None, tmp)
     shutil.rmtree(tmp, ignore_errors=True)
   return RunResult(model, progress.history, start)

@@ -69,7 +69,7 @@ def test_vocab_without_mask(tmp_path, toy_corpus):
   vocab.write_text("".join(f"{t}\n" for t in SPECIAL_TOKENS if t != "[MASK]") + "w1\n")
   with pytest.raises(UserError, match=re.escape(
       "vocab.txt has no [MASK] token; use a BERT-style WordPiece vocab or build one with "
-      "python -m electra_tf.data.vocab")):
+      "electra-learn-vocab")):
     _build(toy_corpus, str(vocab), tmp_path / "out")
 
 
@@ -101,7 +101,7 @@ def _cli(*args):
   env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
   env["PYTHONPATH"] = REPO
   return subprocess.run(
-      [sys.executable, "-m", "electra_tf.data.build_pretraining_data", *args], cwd=REPO,
+      [sys.executable, "-m", "electra_tf.commands.build_data", *args], cwd=REPO,
       env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -113,7 +113,7 @@ def test_cli_bad_vocab_exits_2_with_one_line(tmp_path, toy_corpus):
   assert result.returncode == 2
   assert result.stderr.splitlines() == [
       "error: vocab.txt has no [MASK] token; use a BERT-style WordPiece vocab or build one "
-      "with python -m electra_tf.data.vocab"]
+      "with electra-learn-vocab"]
   _assert_nothing_written(tmp_path / "out")
 
 

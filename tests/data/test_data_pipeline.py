@@ -173,7 +173,7 @@ def test_explain_data_errors(squad_data, bert_vocab, tmp_path):
     _batches(_dataset(str(corrupt), bert_vocab, batch_size=8, repeat=False), 10_000)
   message = str(pipeline.explain_data_error(error.value))
   assert re.fullmatch(r"the pretraining data is corrupt \(corrupted record at \d+\); rebuild "
-                      r"the data with python -m electra_tf.data.build_pretraining_data",
+                      r"the data with electra-build-data",
                       message), message
 
   serialized = next(iter(tf.data.TFRecordDataset(shard).batch(2)))

@@ -76,7 +76,7 @@ def test_learn_vocab_covers_its_corpus(tmp_path, bert_vocab):
 
 def _cli(*args, cwd=REPO):
   env = dict(os.environ, PYTHONPATH=REPO)
-  return subprocess.run([sys.executable, "-m", "electra_tf.data.vocab", *args], cwd=cwd,
+  return subprocess.run([sys.executable, "-m", "electra_tf.commands.learn_vocab", *args], cwd=cwd,
                         env=env, capture_output=True, text=True, timeout=120)
 
 

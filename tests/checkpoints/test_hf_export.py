@@ -26,7 +26,7 @@ CONFIGS = {
 def test_random_networks_export_and_match(tmp_path, name):
   from hf_twins import check_hf_export, randomize_tf
 
-  from electra_tf.export.convert import (
+  from electra_tf.checkpoints.converter import (
     Loaded,
     RestoreReport,
     export_hf,
@@ -55,15 +55,15 @@ def test_random_networks_export_and_match(tmp_path, name):
 def test_discriminator_only_exports_one_folder(tmp_path):
   from hf_twins import check_hf_export, randomize_tf
 
-  from electra_tf.export.convert import export_hf, load
+  from electra_tf.checkpoints import native
+  from electra_tf.checkpoints.converter import export_hf, load
   from electra_tf.model.networks import Discriminator, dummy_inputs
-  from electra_tf.training import artifacts
 
   config = _config(**CONFIGS["E48-H48-T3"])
   disc = Discriminator(config.model)
   disc(dummy_inputs())
   randomize_tf([disc], seed=12)
-  artifacts.save_discriminator(disc, None, str(tmp_path / "export"))
+  native.save_discriminator(disc, None, str(tmp_path / "export"))
   loaded = load(str(tmp_path / "export"))
   assert loaded.source == "discriminator_export" and loaded.generator is None
   export_hf(loaded, str(tmp_path / "hf"))

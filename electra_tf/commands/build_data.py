@@ -1,18 +1,16 @@
-r"""Builds pretraining TFRecords from text files.
+r"""electra-build-data: pretraining TFRecords from text files.
 
-  python -m electra_tf.data.build_pretraining_data --input_files='corpus/*.txt' \
-      --vocab_file=vocab.txt --output_dir=data/ --max_seq_length=128
+  electra-build-data --input_files='corpus/*.txt' --vocab_file=vocab.txt --output_dir=data/ \
+      --max_seq_length=128
 
 Text: UTF-8, one sentence per line, a blank line between documents. `--input_files=builtin`
 uses the built-in corpus (SQuAD v1.1 train contexts, cached in --cache_dir).
+Without installing: python -m electra_tf.commands.build_data.
 """
 
 from __future__ import annotations
 
-import os
-import sys
-
-from absl import app, flags
+from absl import flags
 
 from electra_tf import cli  # stdlib only: --help stays fast
 from electra_tf.data import io_utils
@@ -64,16 +62,16 @@ def _build() -> None:
         f"in {FLAGS.output_dir} ({manifest.build_seconds:.1f} s)")
 
 
-def _main(argv: list[str]) -> None:
+def main(argv: list[str]) -> None:
   del argv  # cli.flags_parser refuses arguments that are not flags
   io_utils.run_cli(_build)
 
 
-def main() -> None:
-  _define_flags()
-  app.run(_main, flags_parser=cli.flags_parser(FLAGS))
+def run() -> None:
+  """The console script."""
+  _define_flags()  # here, not at import: importing this module defines no flags
+  cli.run_command(main, __name__)
 
 
 if __name__ == "__main__":
-  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # our error line should be all of stderr
-  sys.exit(main())
+  run()

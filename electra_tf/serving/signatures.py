@@ -1,21 +1,13 @@
-"""Versioned SavedModels for TF Serving: token-id and raw-text signatures, warmup requests."""
+"""What a SavedModel serves: token-id signatures and raw-text ones with an in-graph tokenizer."""
 
 from __future__ import annotations
-
-import json
-import os
-import re
-import shutil
-import uuid
 
 import tensorflow as tf
 
 from electra_tf import features as F
 from electra_tf.data.tokenizer import WordPieceTokenizer
-from electra_tf.errors import UserError
-from electra_tf.export import serving_text
+from electra_tf.serving import text as serving_text
 
-WARMUP_NAME = "tf_serving_warmup_requests"
 ID_KEYS = (F.INPUT_IDS, F.INPUT_MASK, F.SEGMENT_IDS)
 
 
@@ -140,14 +132,8 @@ class PretrainingServing(_Serving):
     return {**self._outputs(inputs), **inputs}
 
 
-def next_version(export_dir: str) -> int:
-  """One more than the highest integer version directory in `export_dir` (1 if none)."""
-  versions = [int(d) for d in os.listdir(export_dir) if re.fullmatch(r"\d+", d)] \
-      if os.path.isdir(export_dir) else []
-  return max(versions, default=0) + 1
-
-
-def _signatures(module) -> dict:
+def signatures(module) -> dict:
+  """{signature name: function} of a serving module, serving_default first."""
   sigs = {"serving_default": module.serve_ids}
   if isinstance(module, SquadServing):
     sigs["answer"] = module.serve_text
@@ -157,99 +143,3 @@ def _signatures(module) -> dict:
   else:
     sigs["detect_text"] = module.serve_text
   return sigs
-
-
-def warmup_inputs(module) -> dict[str, dict]:
-  """{signature: example inputs (numpy-able)} replayed by TF Serving at load time."""
-  L = min(module.max_seq_length, 128)
-  ids = [[module.tokenizer.vocab.cls_id] + [1000] * (L - 2) + [module.tokenizer.vocab.sep_id]]
-  requests = {"serving_default": {F.INPUT_IDS: ids, F.INPUT_MASK: [[1] * L],
-                                  F.SEGMENT_IDS: [[0] * L]}}
-  if isinstance(module, SquadServing):
-    requests["answer"] = {"question": ["Which river flows through Paris?"],
-                          "context": ["Paris lies on the Seine, a river of northern France."]}
-  elif isinstance(module, ClassifierServing):
-    requests["classify_text"] = {"text": ["A warm, funny and moving film."]}
-    requests["classify_text_pair"] = {"text_a": ["A man plays."], "text_b": ["Someone plays."]}
-  else:
-    requests["detect_text"] = {"text": ["The quick brown fox jumps over the lazy dog."]}
-  return requests
-
-
-def write_warmup(path: str, requests: dict[str, dict], model_name: str = "model") -> None:
-  """TFRecord of PredictionLog protos (TF Serving's assets.extra warmup format)."""
-  from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
-
-  with tf.io.TFRecordWriter(path) as writer:
-    for signature, inputs in requests.items():
-      request = predict_pb2.PredictRequest(
-          model_spec=model_pb2.ModelSpec(name=model_name, signature_name=signature))
-      for key, value in inputs.items():
-        dtype = tf.string if isinstance(value[0], str) else tf.int32
-        request.inputs[key].CopyFrom(tf.make_tensor_proto(value, dtype=dtype))
-      log = prediction_log_pb2.PredictionLog(
-          predict_log=prediction_log_pb2.PredictLog(request=request))
-      writer.write(log.SerializeToString())
-
-
-def save(module, export_dir: str) -> str:
-  """Writes `module` as `export_dir/<next version>/`, complete or not at all."""
-  os.makedirs(export_dir, exist_ok=True)
-  tmp = os.path.join(export_dir, f".tmp-{uuid.uuid4().hex[:8]}")
-  try:
-    tf.saved_model.save(module, tmp, signatures=_signatures(module))
-    os.makedirs(os.path.join(tmp, "assets.extra"))
-    write_warmup(os.path.join(tmp, "assets.extra", WARMUP_NAME), warmup_inputs(module))
-    version = next_version(export_dir)
-    final = os.path.join(export_dir, str(version))
-    os.rename(tmp, final)  # fails rather than replace a version made meanwhile
-    return final
-  finally:
-    shutil.rmtree(tmp, ignore_errors=True)
-
-
-def serving_module(checkpoint: str, task: str):
-  """The serving module of a fine-tuned model directory (or output_dir), or for
-  task "pretraining" of any checkpoint convert.load reads."""
-  if task == "pretraining":
-    from electra_tf.data.vocab import builtin_vocab_path
-    from electra_tf.export import convert
-
-    loaded = convert.load(checkpoint)
-    if loaded.discriminator is None:
-      raise UserError(f"{checkpoint} holds no discriminator to export for pretraining")
-    vocab = loaded.vocab_path or builtin_vocab_path()
-    return PretrainingServing(loaded.discriminator, vocab, True, 128)
-  from electra_tf.training.finetuning import BEST_SUBDIR, load_finetuned
-
-  model_dir = os.path.join(checkpoint, BEST_SUBDIR)  # an output_dir holds its best model there
-  if not os.path.isdir(model_dir):
-    model_dir = checkpoint
-  model, record = load_finetuned(model_dir)
-  if task and task != record["task"]:
-    raise UserError(f"{checkpoint} was fine-tuned for {record['task']}, not {task}")
-  path = os.path.join(model_dir, "vocab.txt")
-  config = record["finetune"]
-  lower_case = record.get("lower_case", True)
-  if record["task"].startswith("squad"):
-    threshold = (record.get("eval") or {}).get("best_f1_thresh", 0.0)
-    return SquadServing(model, path, lower_case,
-                        {**config, "version_2": record["task"] == "squad_v2.0"}, threshold)
-  return ClassifierServing(model, path, lower_case, config["max_seq_length"],
-                           record["spec"]["label_names"])
-
-
-def export(checkpoint: str, task: str | None, export_dir: str) -> str:
-  """Exports a new version of `checkpoint` to `export_dir`; returns its directory."""
-  return save(serving_module(checkpoint, task), export_dir)
-
-
-def export_finetuned(best_dir: str, export_dir: str) -> str:
-  return export(best_dir, None, export_dir)
-
-
-def describe(path: str) -> str:
-  """A short JSON description of an exported SavedModel's signatures (for the CLI)."""
-  loaded = tf.saved_model.load(path)
-  return json.dumps({name: sorted(fn.structured_outputs)
-                     for name, fn in loaded.signatures.items()}, indent=1)

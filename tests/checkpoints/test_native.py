@@ -30,7 +30,8 @@ def test_pretraining_model_dir_reads_and_exports_after_training(tmp_path, micro_
   from hf_twins import check_hf_export
   from testing_utils import make_batch
 
-  from electra_tf.export.convert import export_hf, load
+  from electra_tf.checkpoints import native
+  from electra_tf.checkpoints.converter import export_hf, load
   from electra_tf.model.pretrainer import ElectraPretrainer
   from electra_tf.training import artifacts
 
@@ -41,7 +42,7 @@ def test_pretraining_model_dir_reads_and_exports_after_training(tmp_path, micro_
   artifacts.save_or_check_run_config(str(model_dir), micro_config, {"vocab_md5": None})
   ckpt = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
   tf.train.CheckpointManager(ckpt, str(model_dir / "checkpoints"), max_to_keep=2).save()
-  artifacts.save_discriminator(model.discriminator, None, str(model_dir / "discriminator"))
+  native.save_discriminator(model.discriminator, None, str(model_dir / "discriminator"))
 
   loaded = load(str(model_dir))
   assert loaded.source == "model_dir" and loaded.config == micro_config
@@ -76,7 +77,7 @@ def test_imported_checkpoint_continues_pretraining(tmp_path):
   )
   from testing_utils import make_batch
 
-  from electra_tf.export.convert import load, restore_into, save
+  from electra_tf.checkpoints.converter import load, restore_into, save
   from electra_tf.model.pretrainer import ElectraPretrainer
 
   shape = {"vocab_size": 60, "embedding_size": 16, "hidden_size": 64, "num_hidden_layers": 2,
@@ -119,8 +120,8 @@ def test_restore_into_a_bare_encoder_for_fine_tuning(tmp_path):
   import transformers
   from hf_twins import hf_outputs, hidden_diff, make_inputs, randomize, tf_inputs
 
+  from electra_tf.checkpoints.converter import restore_into
   from electra_tf.config import EncoderConfig
-  from electra_tf.export.convert import restore_into
   from electra_tf.model.encoder import ElectraEncoder
 
   shape = {"vocab_size": 70, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
@@ -142,15 +143,15 @@ def test_mlm_run_export_fine_tunes_from_its_generator(tmp_path, micro_config):
   """An MLM-objective run exports its generator as the "discriminator" for fine-tuning."""
   from hf_twins import make_inputs, randomize_tf, tf_inputs
 
-  from electra_tf.export.convert import load, restore_into
+  from electra_tf.checkpoints import native
+  from electra_tf.checkpoints.converter import load, restore_into
   from electra_tf.model.encoder import ElectraEncoder
   from electra_tf.model.pretrainer import ElectraPretrainer
-  from electra_tf.training import artifacts
 
   config = micro_config.replace(objective="mlm")
   model = ElectraPretrainer(config)
   randomize_tf([model.generator], seed=13)
-  artifacts.save_discriminator(model.generator, None, str(tmp_path / "discriminator"))
+  native.save_discriminator(model.generator, None, str(tmp_path / "discriminator"))
   loaded = load(str(tmp_path / "discriminator"))
   assert loaded.generator is not None and loaded.discriminator is None
   assert loaded.config.objective == "mlm"

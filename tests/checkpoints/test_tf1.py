@@ -37,7 +37,7 @@ def _diffs(net, model, vocab_size):
 def test_tf1_discriminator_and_generator_match_hf_twins(tmp_path):
   from hf_twins import tf1_tensors, write_name_based_checkpoint
 
-  from electra_tf.export.convert import load
+  from electra_tf.checkpoints.converter import load
 
   # H=128 -> 2 heads by the authors' rule; generator H=32 -> 1 head. E=64 != both.
   disc_shape = {"vocab_size": 180, "embedding_size": 64, "hidden_size": 128, "num_hidden_layers": 2,
@@ -71,7 +71,7 @@ def test_tf1_heads_from_config_json_beside_it(tmp_path):
   """H=64 would give 1 head by the rule; config.json says 4, and 4 is what matches."""
   from hf_twins import tf1_tensors, write_name_based_checkpoint
 
-  from electra_tf.export.convert import load
+  from electra_tf.checkpoints.converter import load
 
   shape = {"vocab_size": 90, "embedding_size": 64, "hidden_size": 64, "num_hidden_layers": 2,
            "num_attention_heads": 4, "intermediate_size": 100, "max_position_embeddings": 32}
@@ -97,7 +97,7 @@ def test_tf1_bert_layout_and_mlm_baseline(tmp_path):
   import transformers
   from hf_twins import randomize, tf1_tensors, write_name_based_checkpoint
 
-  from electra_tf.export.convert import load
+  from electra_tf.checkpoints.converter import load
 
   shape = {"vocab_size": 80, "embedding_size": 32, "hidden_size": 32, "num_hidden_layers": 2,
            "num_attention_heads": 2, "intermediate_size": 64, "max_position_embeddings": 32}

@@ -14,10 +14,10 @@ import re
 
 import tensorflow as tf
 
+from electra_tf.checkpoints import names
+from electra_tf.checkpoints.source import Source, as_float32, find_vocab, pretrain_config
 from electra_tf.config import ConfigError, EncoderConfig, default_num_heads
 from electra_tf.errors import UserError, tf_error_line
-from electra_tf.export import names
-from electra_tf.export.source import Source, as_float32, find_vocab, pretrain_config
 
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 _CONFIG_NAMES = ("config.json", "bert_config.json", "electra_config.json")

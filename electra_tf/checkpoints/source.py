@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from electra_tf.checkpoints.names import EMBEDDINGS, HEADS
 from electra_tf.config import (
   ConfigError,
   EncoderConfig,
@@ -17,9 +18,7 @@ from electra_tf.config import (
   generator_config,
 )
 from electra_tf.errors import UserError
-from electra_tf.export.names import EMBEDDINGS, HEADS
-
-VOCAB_NAME = "vocab.txt"
+from electra_tf.filenames import VOCAB_NAME
 
 
 @dataclasses.dataclass

@@ -29,7 +29,7 @@ def test_minilm_hidden_states_match_bert_model(monkeypatch):
   import transformers
   from hf_twins import hidden_diff, our_outputs
 
-  from electra_tf.export.convert import load
+  from electra_tf.checkpoints.converter import load
 
   path = _minilm_dir()
   tokenizer = transformers.BertTokenizer(os.path.join(path, "vocab.txt"), do_lower_case=True)

@@ -8,12 +8,13 @@ import re
 
 import numpy as np
 
+from electra_tf.checkpoints import names
+from electra_tf.checkpoints.source import Source, as_float32, find_vocab, pretrain_config
 from electra_tf.config import ConfigError, EncoderConfig
 from electra_tf.errors import UserError, check_field_types
-from electra_tf.export import names
-from electra_tf.export.source import Source, as_float32, find_vocab, pretrain_config
+from electra_tf.filenames import VOCAB_NAME
 
-CONFIG_NAME = "config.json"
+CONFIG_NAME = "config.json"  # Hugging Face's name, not ours (filenames.CONFIG_NAME)
 SAFETENSORS = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 TORCH_BIN = "pytorch_model.bin"
@@ -250,7 +251,7 @@ def write_hf_folder(directory: str, tensors: dict[str, np.ndarray], encoder: Enc
   if vocab_path:
     with open(vocab_path, encoding="utf-8") as f:
       vocab = f.read()
-    with open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as f:
+    with open(os.path.join(directory, VOCAB_NAME), "w", encoding="utf-8") as f:
       f.write(vocab)
     lower = not re.search(r"[A-Z]", re.sub(r"\[[A-Z]+\]", "", vocab))
     with open(os.path.join(directory, "tokenizer_config.json"), "w", encoding="utf-8") as f:

@@ -44,7 +44,7 @@ def _compare(net, model, shape, seed=0, logits=True):
 
 @pytest.mark.parametrize("shape", SHAPES, ids=["E16-H32-L2", "E24-H24-L1-T3", "E32-H64-L3"])
 def test_discriminator_matches_transformers(tmp_path, shape):
-  from electra_tf.export.convert import load
+  from electra_tf.checkpoints.converter import load
 
   model = _electra("ElectraForPreTraining", shape, seed=1)
   model.save_pretrained(tmp_path)
@@ -62,7 +62,7 @@ def test_discriminator_matches_transformers(tmp_path, shape):
 
 @pytest.mark.parametrize("shape", SHAPES[:2], ids=["E16-H32-L2", "E24-H24-L1-T3"])
 def test_generator_matches_transformers(tmp_path, shape):
-  from electra_tf.export.convert import load
+  from electra_tf.checkpoints.converter import load
 
   model = _electra("ElectraForMaskedLM", shape, seed=2)
   model.save_pretrained(tmp_path)
@@ -78,7 +78,7 @@ def test_padding_is_part_of_the_comparison(tmp_path):
   """Negative control: ignoring the attention mask must break the match by far."""
   from hf_twins import hf_outputs, make_inputs, max_diff, our_outputs
 
-  from electra_tf.export.convert import load
+  from electra_tf.checkpoints.converter import load
 
   shape = SHAPES[0]
   model = _electra("ElectraForPreTraining", shape, seed=1)
@@ -95,7 +95,7 @@ def test_discriminator_and_generator_folders_pair_up(tmp_path):
   import torch
   from hf_twins import make_inputs, our_outputs
 
-  from electra_tf.export.convert import load, save
+  from electra_tf.checkpoints.converter import load, save
 
   disc_shape = SHAPES[2]
   gen_shape = {**disc_shape, "hidden_size": 16, "num_attention_heads": 1,
@@ -129,7 +129,7 @@ def test_electra_model_without_head(tmp_path):
   import transformers
   from hf_twins import randomize
 
-  from electra_tf.export.convert import load
+  from electra_tf.checkpoints.converter import load
 
   shape = SHAPES[0]
   model = randomize(transformers.ElectraModel(transformers.ElectraConfig(**shape)), seed=5)
@@ -154,7 +154,7 @@ def test_bert_imports_as_discriminator_encoder(tmp_path, cls_name, shape):
   import transformers
   from hf_twins import randomize
 
-  from electra_tf.export.convert import load
+  from electra_tf.checkpoints.converter import load
 
   model = randomize(getattr(transformers, cls_name)(transformers.BertConfig(**shape)), seed=6)
   model.save_pretrained(tmp_path)
@@ -171,7 +171,7 @@ def test_pytorch_bin_is_read_with_torch(tmp_path):
   """transformers 5 writes only safetensors; older folders hold a pickled state dict."""
   import torch
 
-  from electra_tf.export.convert import load
+  from electra_tf.checkpoints.converter import load
 
   shape = SHAPES[1]
   model = _electra("ElectraForPreTraining", shape, seed=7)
@@ -188,7 +188,7 @@ def test_sharded_and_bfloat16_safetensors(tmp_path):
   import torch
   from safetensors.numpy import load_file, save_file
 
-  from electra_tf.export.convert import load
+  from electra_tf.checkpoints.converter import load
 
   shape = SHAPES[0]
   model = _electra("ElectraForPreTraining", shape, seed=8).to(torch.bfloat16)

@@ -1,4 +1,4 @@
-"""Checkpoint interop: load TF1 / Hugging Face / our checkpoints, save ours, export to HF.
+"""The converter: load TF1 / Hugging Face / our checkpoints, save ours, write Hugging Face.
 
 Every source is read into one naming scheme (the authors' TF1 names, see names.py) and
 assigned to built networks through one function, so a missing tensor or a shape mismatch
@@ -9,6 +9,7 @@ Example:
   >>> loaded.discriminator(inputs)  # [B, L] logits
   >>> save(loaded, "ckpt/base")  # then: pretrain.py / finetune.py --init_checkpoint=ckpt/base
   >>> export_hf("runs/small", "hf_out")  # hf_out/discriminator, hf_out/generator
+  >>> convert("hf", None, "path/to/hf_folder", "ckpt/base")  # what electra-convert runs
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
-from electra_tf import atomic
+from electra_tf import atomic, cli
+from electra_tf.checkpoints import IMPORT_KINDS, hf, names, native, tf1
+from electra_tf.checkpoints.source import Source, encoder_as_discriminator, merge
 from electra_tf.config import PretrainConfig
 from electra_tf.errors import UserError
-from electra_tf.export import hf, names, native, tf1
-from electra_tf.export.source import Source, encoder_as_discriminator, merge
+from electra_tf.filenames import CKPT_NAME, CONFIG_NAME, VOCAB_NAME
 from electra_tf.model import networks
-from electra_tf.training import artifacts
 
 
 @dataclasses.dataclass
@@ -231,12 +232,12 @@ def save(loaded: Loaded, output_dir: str, *, overwrite: bool = False) -> str:
 
   def write(tmp: str) -> None:
     tf.train.Checkpoint(model=tf.train.Checkpoint(**models)).write(
-        os.path.join(tmp, native.CKPT_NAME))
-    with open(os.path.join(tmp, artifacts.CONFIG_NAME), "w", encoding="utf-8") as f:
+        os.path.join(tmp, CKPT_NAME))
+    with open(os.path.join(tmp, CONFIG_NAME), "w", encoding="utf-8") as f:
       json.dump({"pretrain": loaded.config.to_dict(), "converted_from": loaded.report.source},
                 f, indent=2, sort_keys=True)
     if loaded.vocab_path:
-      shutil.copyfile(loaded.vocab_path, os.path.join(tmp, artifacts.VOCAB_NAME))
+      shutil.copyfile(loaded.vocab_path, os.path.join(tmp, VOCAB_NAME))
 
   return _write_dir(output_dir, overwrite, write)
 
@@ -259,3 +260,35 @@ def export_hf(loaded_or_path: Loaded | str, output_dir: str, *, overwrite: bool 
                          loaded.vocab_path)
 
   return _write_dir(output_dir, overwrite, write)
+
+
+def convert(direction_from: str | None, direction_to: str | None, input_path: str | None,
+            output: str | None, generator_input: str | None = None,
+            num_heads: int | None = None, overwrite: bool = False) -> str:
+  """Import `input_path` into our format (direction_from: a key of IMPORT_KINDS) or export
+  it to Hugging Face folders (direction_to="hf"); returns the line the command prints.
+
+  Raises:
+    UserError: bad arguments, an input of another kind than `direction_from`, or an
+      unreadable checkpoint.
+  """
+  if bool(direction_from) == bool(direction_to):
+    raise UserError("give exactly one of --from=tf1|hf|electra_tf (import) or --to=hf (export)")
+  if not input_path or not output:
+    raise UserError("--input and --output are required")
+  if num_heads is not None and num_heads < 1:
+    raise UserError(f"--num_heads must be positive, got {num_heads}")
+  cli.check_output_dir(output, "--output")  # before minutes of reading a checkpoint
+  source = read_source(input_path, num_heads=num_heads, generator_path=generator_input)
+  if direction_from and source.kind not in IMPORT_KINDS[direction_from]:
+    found = next(k for k, kinds in IMPORT_KINDS.items() if source.kind in kinds)
+    raise UserError(f"{input_path} is a {found} checkpoint, not {direction_from}; "
+                    f"use --from={found}")
+  loaded = load_source(source)
+  if direction_to:
+    path = export_hf(loaded, output, overwrite=overwrite)
+  else:
+    path = save(loaded, output, overwrite=overwrite)
+  nets = " + ".join(n for n, m in (("discriminator", loaded.discriminator),
+                                   ("generator", loaded.generator)) if m is not None)
+  return f"wrote {path} ({nets}); {loaded.report.summary()}"

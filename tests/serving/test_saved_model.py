@@ -16,8 +16,8 @@ from electra_tf.config import EncoderConfig, FinetuneConfig
 from electra_tf.data import builtin
 from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.data.vocab import builtin_vocab_path
-from electra_tf.export import saved_model
 from electra_tf.model.finetune_models import build_finetune_model, model_for_task
+from electra_tf.serving import saved_model
 from electra_tf.tasks import classification_data, squad_data
 from electra_tf.tasks.squad import SquadTask
 from electra_tf.training.finetuning import save_finetuned
@@ -87,8 +87,8 @@ def exports(tmp_path_factory):
     src = str(root / f"{name}-run")
     save_finetuned(model, _record(task, config, spec, threshold), builtin_vocab_path(), src)
     made[name] = (model, config, saved_model.export(src, None, str(root / name)))
+  from electra_tf.checkpoints.native import save_discriminator
   from electra_tf.model.networks import Discriminator, dummy_inputs
-  from electra_tf.training.artifacts import save_discriminator
 
   disc = Discriminator(ENC)
   disc(dummy_inputs())
@@ -204,7 +204,8 @@ def test_versions_cli_and_bad_requests(exports, tmp_path):
   os.makedirs(os.path.join(base, ".tmp-stale"))  # a crashed export is not a version
   src = os.path.join(os.path.dirname(base), "pair-run")
   env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-  result = subprocess.run([sys.executable, "-m", "electra_tf.export", f"--checkpoint={src}",
+  result = subprocess.run([sys.executable, "-m", "electra_tf.commands.export",
+                           f"--checkpoint={src}",
                            f"--export_dir={base}"], cwd=ROOT, capture_output=True, text=True,
                           env=env, timeout=600)
   assert result.returncode == 0, result.stderr[-3000:]
@@ -216,12 +217,12 @@ def test_versions_cli_and_bad_requests(exports, tmp_path):
   for needle in ("signature_def['serving_default']", "signature_def['classify_text_pair']",
                  "input_ids", "probabilities"):
     assert needle in show.stdout
-  run = subprocess.run([sys.executable, "-m", "electra_tf.export.saved_model_cli",
+  run = subprocess.run([sys.executable, "-m", "electra_tf.commands.saved_model_cli",
                         "run", "--dir", pair_path, "--tag_set", "serve", "--signature_def",
                         "classify_text", "--input_exprs", "text=['good film', '']"],
                        cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
   assert run.returncode == 0 and "probabilities" in run.stdout, run.stderr[-2000:]
-  bad = subprocess.run([sys.executable, "-m", "electra_tf.export", f"--checkpoint={src}",
+  bad = subprocess.run([sys.executable, "-m", "electra_tf.commands.export", f"--checkpoint={src}",
                         f"--export_dir={base}", "--task=squad_v1.1"], cwd=ROOT,
                        capture_output=True, text=True, env=env, timeout=600)
   assert bad.returncode == 2 and "fine-tuned for classification" in bad.stderr, bad.stderr

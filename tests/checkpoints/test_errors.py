@@ -41,7 +41,7 @@ def _edit_weights(path, edit):
 
 
 def _error(path, **kwargs) -> str:
-  from electra_tf.export.convert import load
+  from electra_tf.checkpoints.converter import load
 
   with pytest.raises(UserError) as info:
     load(str(path), **kwargs)
@@ -100,7 +100,7 @@ def test_missing_tensor_is_named(tmp_path):
 
 
 def test_shape_mismatch_names_tensor_and_both_shapes(tmp_path):
-  from electra_tf.export.convert import load, restore_into, save
+  from electra_tf.checkpoints.converter import load, restore_into, save
   from electra_tf.model.networks import build_networks
 
   _hf_folder(tmp_path / "hf")
@@ -151,7 +151,7 @@ def test_pytorch_bin_without_torch_asks_for_safetensors(tmp_path, monkeypatch):
 
 
 def test_networks_absent_from_source_and_existing_output(tmp_path):
-  from electra_tf.export.convert import load, restore_into, save
+  from electra_tf.checkpoints.converter import load, restore_into, save
   from electra_tf.model.networks import build_networks
 
   loaded = load(str(_hf_folder(tmp_path / "hf")))
@@ -168,11 +168,7 @@ def test_networks_absent_from_source_and_existing_output(tmp_path):
 
 
 def test_cli_from_flag_must_match_the_input(tmp_path):
-  import electra_tf.convert
-  from electra_tf.convert import run
-  from electra_tf.export import convert
-
-  assert electra_tf.convert.load is convert.load  # the API is re-exported by the CLI module
+  from electra_tf.checkpoints.converter import convert as run
 
   _hf_folder(tmp_path / "hf")
   with pytest.raises(UserError, match="is a hf checkpoint, not tf1; use --from=hf"):
@@ -187,7 +183,8 @@ def _cli(*args):
 
   env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
   env["PYTHONPATH"] = ROOT
-  return subprocess.run([sys.executable, "-m", "electra_tf.convert", *args], cwd=ROOT, env=env,
+  return subprocess.run([sys.executable, "-m", "electra_tf.commands.convert", *args], cwd=ROOT,
+                        env=env,
                         capture_output=True, text=True, timeout=300, check=False)
 
 
