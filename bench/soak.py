@@ -69,9 +69,9 @@ def resumed_step(output: str) -> int:
 
 
 def newest_step(ckpt_dir: str) -> int:
-  from electra_tf.training import checkpoints
+  from electra_tf.training import resume
 
-  found = checkpoints.numbered(ckpt_dir)
+  found = resume.numbered(ckpt_dir)
   return found[0][0] if found else 0
 
 

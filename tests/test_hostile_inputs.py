@@ -97,12 +97,12 @@ def data_64(root):
 @pytest.fixture(scope="module")
 def discriminator(root):
   """A discriminator export of the tiny preset, as pretrain.py writes it (random weights)."""
-  import configs
+  from electra_tf import presets
   from electra_tf.checkpoints import native
   from electra_tf.data import vocab
   from electra_tf.model import networks
 
-  model = networks.Discriminator(configs.get("tiny").model)
+  model = networks.Discriminator(presets.get("tiny").model)
   model(networks.dummy_inputs())
   return native.save_discriminator(model, vocab.builtin_vocab_path(),
                                       str(root / "discriminator"))
@@ -135,14 +135,14 @@ def finetuned(root):
   """A fine-tuned classifier directory (tiny encoder, random weights), as finetune.py's best/."""
   import dataclasses
 
-  import configs
+  from electra_tf import presets
   from electra_tf.config import FinetuneConfig
   from electra_tf.data import vocab
   from electra_tf.model.finetune_models import build_finetune_model, model_for_task
   from electra_tf.tasks.classification_data import TaskSpec
   from electra_tf.training.finetuning import save_finetuned
 
-  encoder = configs.get("tiny").model
+  encoder = presets.get("tiny").model
   config = FinetuneConfig(task="classification", max_seq_length=32)
   spec = TaskSpec("classification", ("text",), "label", ("neg", "pos"), ("accuracy",),
                   "accuracy")

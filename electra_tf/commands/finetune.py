@@ -18,9 +18,13 @@ import os
 
 from absl import flags, logging
 
-from electra_tf import cli  # stdlib only: --help stays fast
-from electra_tf import config as config_lib  # stdlib only: --help stays fast
+from electra_tf import cli, presets  # stdlib only: --help stays fast
+from electra_tf import config as config_lib
+from electra_tf.errors import UserError
+from electra_tf.filenames import BEST_SUBDIR
 
+# Modules that load TensorFlow are imported inside the functions that use them: --help and
+# flag errors answer before TensorFlow starts.
 FLAGS = flags.FLAGS
 
 flags.DEFINE_enum("task", None, list(config_lib.FINETUNE_TASKS), "What to fine-tune on.")
@@ -29,7 +33,8 @@ flags.DEFINE_string("init_checkpoint", None,
                     "an electra-convert output, a Hugging Face ELECTRA/BERT folder "
                     "or an authors' TF1 checkpoint. Without it the encoder starts random "
                     "(sizes from --model_size).")
-flags.DEFINE_string("model_size", "tiny", "Preset for a random encoder (no --init_checkpoint).")
+flags.DEFINE_string("model_size", "tiny", "Preset (tiny, small, base, large) or preset file "
+                    "for a random encoder (no --init_checkpoint).")
 flags.DEFINE_string("output_dir", None, "Checkpoints, best model, predictions, eval results.")
 flags.DEFINE_string("train_file", None,
                     "SQuAD train JSON, or a .tsv/.csv/.jsonl file for --task=classification.")
@@ -87,15 +92,13 @@ for _name, (_kind, _help) in _CONFIG_FLAGS.items():
 
 def resolve_config(num_layers: int):
   """FinetuneConfig from the task's defaults, the model depth and the flags."""
-  import configs.finetune  # noqa: PLC0415
 
   changes = {k: FLAGS[k].value for k in _CONFIG_FLAGS if FLAGS[k].value is not None}
-  return configs.finetune.get(FLAGS.task, num_layers).replace(**changes)
+  return presets.finetune(FLAGS.task, num_layers).replace(**changes)
 
 
 def check_early():
   """Refuses bad settings and unwritable outputs in a second, before TensorFlow loads."""
-  from electra_tf.errors import UserError  # noqa: PLC0415
 
   for name in ("max_train_examples", "max_eval_examples"):
     if FLAGS[name].value is not None and FLAGS[name].value < 1:
@@ -109,7 +112,6 @@ def check_early():
 def main(argv):
   del argv
   logging.set_verbosity(logging.WARNING)
-  from electra_tf.errors import UserError  # noqa: PLC0415
 
   with cli.one_line_errors():
     if not FLAGS.task:
@@ -117,12 +119,11 @@ def main(argv):
     if not FLAGS.output_dir:
       raise UserError("--output_dir is required (checkpoints, predictions and results go there)")
     check_early()
-    from electra_tf.tasks import runner  # noqa: PLC0415
+    from electra_tf.tasks import runner
 
     runner.run_from_flags(FLAGS, resolve_config)
     if FLAGS.export_dir:
-      from electra_tf.filenames import BEST_SUBDIR  # noqa: PLC0415
-      from electra_tf.serving import saved_model  # noqa: PLC0415
+      from electra_tf.serving import saved_model
 
       path = saved_model.export_finetuned(os.path.join(FLAGS.output_dir, BEST_SUBDIR),
                                           FLAGS.export_dir)

@@ -17,12 +17,18 @@ import sys
 
 from absl import flags, logging
 
-from electra_tf import cli  # stdlib only: --help stays fast
-from electra_tf import config as config_lib  # stdlib only: --help stays fast
+from electra_tf import cli, presets  # stdlib only: --help stays fast
+from electra_tf import config as config_lib
+from electra_tf.config import ConfigError, EncoderConfig, PretrainConfig
+from electra_tf.errors import UserError, check_field_types
+from electra_tf.filenames import DATA_SUBDIR
 
+# Modules that load TensorFlow are imported inside the functions that use them: --help and
+# flag errors answer before TensorFlow starts.
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("model_size", "tiny", "Preset in configs/: tiny, small, base or large.")
+flags.DEFINE_string("model_size", "tiny", "Preset: tiny, small, base or large (configs/), or "
+                    "the path of your own preset file (a copy of one, edited).")
 flags.DEFINE_enum("strategy", "one_device", list(config_lib.STRATEGIES),
                   "tf.distribute strategy. multi_worker_mirrored reads TF_CONFIG.")
 flags.DEFINE_string("tpu", None, "TPU name or grpc://host:port address for --strategy=tpu.")
@@ -90,10 +96,8 @@ _CONFIG_FLAGS = ("num_train_steps", "batch_size", "max_seq_length", "learning_ra
 
 
 def resolve_config():
-  import configs  # noqa: PLC0415  (keeps --help fast)
-  from electra_tf.config import ConfigError  # noqa: PLC0415
 
-  config = configs.get(FLAGS.model_size)
+  config = presets.get(FLAGS.model_size)
   changes = {name: FLAGS[name].value for name in _CONFIG_FLAGS if FLAGS[name].value is not None}
   if FLAGS.config_overrides:
     try:
@@ -102,14 +106,12 @@ def resolve_config():
       raise ConfigError(f"--config_overrides is not valid JSON: {exc}") from exc
     if not isinstance(extra, dict):
       raise ConfigError("--config_overrides must be a JSON object")
-    from electra_tf import errors  # noqa: PLC0415
-    from electra_tf.config import EncoderConfig, PretrainConfig  # noqa: PLC0415
 
     # Name the key of a wrongly typed value instead of failing in a comparison later.
-    errors.check_field_types(PretrainConfig, {k: v for k, v in extra.items() if "." not in k},
+    check_field_types(PretrainConfig, {k: v for k, v in extra.items() if "." not in k},
                              "--config_overrides")
     model_keys = {k.split(".", 1)[1]: v for k, v in extra.items() if k.startswith("model.")}
-    errors.check_field_types(EncoderConfig, model_keys, "--config_overrides",
+    check_field_types(EncoderConfig, model_keys, "--config_overrides",
                              display={k: f"model.{k}" for k in model_keys})
     changes.update(extra)
   try:
@@ -120,7 +122,7 @@ def resolve_config():
 
 def apply_init_checkpoint(config):
   """(config with the checkpoint's sizes, the read source) for --init_checkpoint."""
-  from electra_tf.checkpoints import converter  # noqa: PLC0415
+  from electra_tf.checkpoints import converter
 
   source = converter.read_source(FLAGS.init_checkpoint)
   changes = {"model": source.config.model}
@@ -131,11 +133,9 @@ def apply_init_checkpoint(config):
 
 def resolve_data(config, model_dir: str, is_multi_worker: bool, vocab):
   """TrainData from --train_data, or from text (--text_files or the built-in corpus)."""
-  from electra_tf.data import builtin, pipeline, pretraining_data  # noqa: PLC0415
-  from electra_tf.data import manifest as manifest_lib  # noqa: PLC0415
-  from electra_tf.errors import UserError  # noqa: PLC0415
-  from electra_tf.filenames import DATA_SUBDIR  # noqa: PLC0415
-  from electra_tf.training.pretraining import TrainData  # noqa: PLC0415
+  from electra_tf.data import builtin, pipeline, pretraining_data
+  from electra_tf.data import manifest as manifest_lib
+  from electra_tf.training.pretraining import TrainData
 
   if FLAGS.text_files and FLAGS.train_data:
     raise UserError("give --text_files or --train_data, not both")
@@ -173,9 +173,9 @@ def main(argv):
 
   with cli.one_line_errors():
     config = resolve_config()
-    model_dir = FLAGS.model_dir or os.path.join("runs", FLAGS.model_size)
+    model_dir = FLAGS.model_dir or os.path.join("runs", presets.run_name(FLAGS.model_size))
     cli.check_output_dir(model_dir, "--model_dir")
-    from electra_tf.training import pretraining  # noqa: PLC0415
+    from electra_tf.training import pretraining
     from electra_tf.training import strategy as strategy_lib
 
     strategy_lib.set_precision(config.precision)
@@ -185,7 +185,7 @@ def main(argv):
     source = None
     if FLAGS.init_checkpoint:
       config, source = apply_init_checkpoint(config)
-    from electra_tf.data import vocab as vocab_lib  # noqa: PLC0415
+    from electra_tf.data import vocab as vocab_lib
 
     vocab = vocab_lib.load_vocab(FLAGS.vocab_file or (source and source.vocab_path)
                                  or vocab_lib.builtin_vocab_path())

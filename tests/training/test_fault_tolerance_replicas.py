@@ -26,10 +26,10 @@ def test_a_killed_two_replica_run_ends_equal_to_the_undisturbed_one(tmp_path, sh
   kill_at = rng.randrange(8, 24, 2)
   rc, out = run_until_step(args, kill_at, signal.SIGKILL, 0.1)
   assert rc == -signal.SIGKILL, out[-2000:]
-  from electra_tf.training import checkpoints
+  from electra_tf.training import resume
 
-  readable = [step for step, prefix in checkpoints.numbered(str(run / "checkpoints"))
-              if checkpoints.problem(prefix) is None]
+  readable = [step for step, prefix in resume.numbered(str(run / "checkpoints"))
+              if resume.problem(prefix) is None]
   result = run_to_end(args)
   assert result.returncode == 0, result.stderr[-3000:]
   assert f"resumed from {run}/checkpoints/ckpt-{readable[0]} at step {readable[0]}" in (
