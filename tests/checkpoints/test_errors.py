@@ -2,11 +2,11 @@
 
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 import pytest
+from testing_utils import run_command
 
 from electra_tf.errors import UserError
 
@@ -179,13 +179,7 @@ def test_cli_from_flag_must_match_the_input(tmp_path):
 
 
 def _cli(*args):
-  from testing_utils import ROOT
-
-  env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
-  env["PYTHONPATH"] = ROOT
-  return subprocess.run([sys.executable, "-m", "electra_tf.commands.convert", *args], cwd=ROOT,
-                        env=env,
-                        capture_output=True, text=True, timeout=300, check=False)
+  return run_command("convert", *args, timeout=300)
 
 
 def test_cli_error_is_one_line_exit_2(tmp_path):

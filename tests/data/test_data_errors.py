@@ -2,10 +2,9 @@
 
 import os
 import re
-import subprocess
-import sys
 
 import pytest
+from testing_utils import run_command
 
 from electra_tf.data.pretraining_data import build_pretraining_data
 from electra_tf.data.vocab import SPECIAL_TOKENS
@@ -98,11 +97,7 @@ def test_tiny_max_seq_length(tmp_path, toy_corpus, toy_vocab):
 
 
 def _cli(*args):
-  env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
-  env["PYTHONPATH"] = REPO
-  return subprocess.run(
-      [sys.executable, "-m", "electra_tf.commands.build_data", *args], cwd=REPO,
-      env=env, capture_output=True, text=True, timeout=300)
+  return run_command("build_data", *args, timeout=300)
 
 
 def test_cli_bad_vocab_exits_2_with_one_line(tmp_path, toy_corpus):

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
-from testing_utils import ROOT
+from testing_utils import command_env, run_command
 
 from electra_tf.config import EncoderConfig, FinetuneConfig
 from electra_tf.data import builtin
@@ -20,7 +20,7 @@ from electra_tf.model.finetune_models import build_finetune_model, model_for_tas
 from electra_tf.serving import saved_model
 from electra_tf.tasks import classification_data, squad_data
 from electra_tf.tasks.squad import SquadTask
-from electra_tf.training.finetuning import save_finetuned
+from electra_tf.training.finetuned import save_finetuned
 
 ENC = EncoderConfig(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64,
                     embedding_size=16, max_position_embeddings=128)
@@ -34,6 +34,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text  # registers the tf.text ops the text signatures use
 from tensorflow_serving.apis import prediction_log_pb2
+from testing_utils import command_env, run_command
 requests = json.load(open(sys.argv[1]))
 out = {}
 for name, path in requests["exports"].items():
@@ -203,11 +204,8 @@ def test_versions_cli_and_bad_requests(exports, tmp_path):
   assert os.path.basename(pair_path) == "1"
   os.makedirs(os.path.join(base, ".tmp-stale"))  # a crashed export is not a version
   src = os.path.join(os.path.dirname(base), "pair-run")
-  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-  result = subprocess.run([sys.executable, "-m", "electra_tf.commands.export",
-                           f"--checkpoint={src}",
-                           f"--export_dir={base}"], cwd=ROOT, capture_output=True, text=True,
-                          env=env, timeout=600)
+  env = command_env()
+  result = run_command("export", f"--checkpoint={src}", f"--export_dir={base}")
   assert result.returncode == 0, result.stderr[-3000:]
   assert os.path.isdir(os.path.join(base, "2")) and os.path.isdir(pair_path)
   show = subprocess.run([os.path.join(os.path.dirname(sys.executable), "saved_model_cli"),
@@ -217,14 +215,12 @@ def test_versions_cli_and_bad_requests(exports, tmp_path):
   for needle in ("signature_def['serving_default']", "signature_def['classify_text_pair']",
                  "input_ids", "probabilities"):
     assert needle in show.stdout
-  run = subprocess.run([sys.executable, "-m", "electra_tf.commands.saved_model_cli",
-                        "run", "--dir", pair_path, "--tag_set", "serve", "--signature_def",
-                        "classify_text", "--input_exprs", "text=['good film', '']"],
-                       cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
+  run = run_command("saved_model_cli", "run", "--dir", pair_path, "--tag_set", "serve",
+                    "--signature_def", "classify_text", "--input_exprs",
+                    "text=['good film', '']", timeout=300)
   assert run.returncode == 0 and "probabilities" in run.stdout, run.stderr[-2000:]
-  bad = subprocess.run([sys.executable, "-m", "electra_tf.commands.export", f"--checkpoint={src}",
-                        f"--export_dir={base}", "--task=squad_v1.1"], cwd=ROOT,
-                       capture_output=True, text=True, env=env, timeout=600)
+  bad = run_command("export", f"--checkpoint={src}", f"--export_dir={base}",
+                    "--task=squad_v1.1")
   assert bad.returncode == 2 and "fine-tuned for classification" in bad.stderr, bad.stderr
   assert sorted(d for d in os.listdir(base) if not d.startswith(".")) == ["1", "2"]
 

@@ -6,10 +6,9 @@ line, every remaining checkpoint readable.
 
 import os
 import signal
-import subprocess
 
 import numpy as np
-from pretrain_runs import ROOT, checkpoint_values, common_args, pretrain_cmd, run_env, run_to_end
+from pretrain_runs import checkpoint_values, common_args, run_to_end
 
 
 def test_unreadable_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, shards):
@@ -52,9 +51,8 @@ def test_full_disk_during_a_save_keeps_the_previous_checkpoint(tmp_path, shards)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_FSIZE, (size // 2, size // 2))
 
-  proc = subprocess.run(pretrain_cmd(*common_args(run, shards, "--num_train_steps=12")),
-                        cwd=ROOT, env=run_env(), capture_output=True, text=True, timeout=400,
-                        preexec_fn=limit_file_size)
+  proc = run_to_end(common_args(run, shards, "--num_train_steps=12"),
+                    preexec_fn=limit_file_size)
   assert proc.returncode == 1, proc.stderr[-3000:]
   assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
   last = proc.stderr.strip().splitlines()[-1]

@@ -1,11 +1,10 @@
 """A kill and resume of pretrain.py on two CPU replicas (MirroredStrategy) is bit-exact.
 
 Each replica applies the all-reduced gradients to its own copy of the weights, and a
-checkpoint keeps only the first copy. Grappler once rounded the replicas' weight updates
-differently, so the copies drifted an ulp apart and a resumed run continued from
-other weights than the run it replaced; `--deterministic` now turns those rewrites off
-(`pretraining.keep_replica_copies_equal`). Without that, resumes from steps 6 and 14 were
-measured to differ from the undisturbed run by 1-2 ulp from their first step on.
+checkpoint keeps only the first copy. Grappler can round the replicas' weight updates
+differently, so the copies would drift an ulp apart and a resumed run would continue from
+other weights than the run it replaced; `--deterministic` turns those rewrites off while the
+run trains (`workers.replica_copies_kept_equal`).
 """
 
 import random
