@@ -62,7 +62,7 @@ def export_ours(workdir: str) -> str:
   from electra_tf.config import FinetuneConfig
   from electra_tf.model.finetune_models import build_finetune_model, model_for_task
   from electra_tf.serving import saved_model
-  from electra_tf.training.finetuning import save_finetuned
+  from electra_tf.training.finetuned import save_finetuned
 
   source = converter.read_source(minilm_dir())
   config = FinetuneConfig(task="classification", max_seq_length=384)

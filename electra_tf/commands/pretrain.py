@@ -133,15 +133,15 @@ def apply_init_checkpoint(config):
 
 def resolve_data(config, model_dir: str, is_multi_worker: bool, vocab):
   """TrainData from --train_data, or from text (--text_files or the built-in corpus)."""
-  from electra_tf.data import builtin, pipeline, pretraining_data
+  from electra_tf.data import builtin, pretraining_data, records
   from electra_tf.data import manifest as manifest_lib
   from electra_tf.training.pretraining import TrainData
 
   if FLAGS.text_files and FLAGS.train_data:
     raise UserError("give --text_files or --train_data, not both")
   if FLAGS.train_data:
-    files = pipeline.resolve_files(FLAGS.train_data, vocab, config.max_seq_length)
-    pipeline.check_first_record(files, config.max_seq_length)
+    files = records.resolve_files(FLAGS.train_data, vocab, config.max_seq_length)
+    records.check_first_record(files, config.max_seq_length)
     entries = [e for e in FLAGS.train_data.split(",") if e.strip()]
     # Example and token counts (for "data pass") come from a single data dir's manifest.
     manifest = manifest_lib.read_manifest(entries[0], required=False) if len(entries) == 1 \

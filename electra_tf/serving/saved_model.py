@@ -21,7 +21,7 @@ from electra_tf.serving.signatures import (
   signatures,
 )
 from electra_tf.serving.warmup import WARMUP_NAME, warmup_inputs, write_warmup
-from electra_tf.training.finetuning import load_finetuned
+from electra_tf.training.finetuned import load_finetuned
 
 
 def next_version(export_dir: str) -> int:
