@@ -5,7 +5,7 @@ r"""Data building throughput: MB/s of raw text turned into WordPiece TFRecords.
 
 Uses the built-in corpus (the SQuAD v1.1 train contexts from the installed package, one
 sentence per line, about 13 MB) and the bert-base-uncased vocab, and runs the same
-`build_pretraining_data` that `python -m electra_tf.data.build_pretraining_data` runs. Prints
+`build_pretraining_data` that `electra-build-data` runs. Prints
 a table and one JSON line per measurement (workers, max_seq_length, mb, seconds, mb_per_s,
 examples_per_s).
 """

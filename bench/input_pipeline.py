@@ -67,11 +67,11 @@ def main():
   tf.config.threading.set_inter_op_parallelism_threads(1)
   tf.config.threading.set_intra_op_parallelism_threads(1)
 
-  import configs
+  from electra_tf import presets
   from electra_tf.data import builtin, pretraining_data, vocab
   from electra_tf.data.pipeline import make_pretraining_dataset
 
-  config = configs.get(args.preset)
+  config = presets.get(args.preset)
   seq_len = config.max_seq_length
   scratch = tempfile.mkdtemp(prefix="bench_pipeline_")
   try:

@@ -92,10 +92,10 @@ def main():
   import tensorflow as tf
   from pretrain_step import measure_peak
 
-  import configs
+  from electra_tf import presets
   from electra_tf.model import flops
 
-  config = configs.get(args.preset).replace(batch_size=args.batch_size)
+  config = presets.get(args.preset).replace(batch_size=args.batch_size)
   dtype = tf.bfloat16 if args.precision == "bfloat16" else tf.float32
   peak = measure_peak(args.precision)
   total_flops, total_s = 0, 0.0

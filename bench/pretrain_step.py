@@ -221,10 +221,10 @@ def run_transformers(config, bf16: bool, steps: int):
 
 
 def child(args):
-  import configs
+  from electra_tf import presets
   from electra_tf.model import flops
 
-  config = configs.get(args.preset).replace(batch_size=args.batch_size, precision=(
+  config = presets.get(args.preset).replace(batch_size=args.batch_size, precision=(
       "mixed_bfloat16" if args.precision == "bfloat16" else "float32"))
   per_call = args.per_call
   if args.impl == "ours":

@@ -58,15 +58,16 @@ def time_calls(call, batch: int, seq: int, reps: int) -> dict:
 def export_ours(workdir: str) -> str:
   """A classifier on the MiniLM encoder, saved like finetune.py does and exported."""
   sys.path.insert(0, ROOT)
+  from electra_tf.checkpoints import converter
   from electra_tf.config import FinetuneConfig
-  from electra_tf.export import convert, saved_model
   from electra_tf.model.finetune_models import build_finetune_model, model_for_task
-  from electra_tf.training.finetuning import save_finetuned
+  from electra_tf.serving import saved_model
+  from electra_tf.training.finetuned import save_finetuned
 
-  source = convert.read_source(minilm_dir())
+  source = converter.read_source(minilm_dir())
   config = FinetuneConfig(task="classification", max_seq_length=384)
   model = build_finetune_model(model_for_task(config, source.config.model, 2))
-  convert.restore_into(source, discriminator=model.encoder)
+  converter.restore_into(source, discriminator=model.encoder)
   record = {"task": "classification", "encoder": source.config.model.to_dict(),
             "finetune": config.to_dict(), "lower_case": True,
             "spec": {"name": "bench", "text_columns": ["text"], "label_column": "label",

@@ -27,8 +27,8 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-
-from electra_tf.training.callbacks import KILL_DURING_SAVE_ENV  # noqa: E402
+# pretrain.py with a SIGKILL during one save: the tests' fault-injection launcher.
+KILL_DURING_SAVE = os.path.join(ROOT, "tests", "training", "kill_during_save.py")
 
 
 def build_data(out: str) -> str:
@@ -42,13 +42,16 @@ def build_data(out: str) -> str:
   return data
 
 
-def pretrain(args: list[str], env: dict | None = None, stop_at: int | None = None,
+def pretrain(args: list[str], kill_during_save: str | None = None, stop_at: int | None = None,
              sig: int | None = None, delay: float = 0.0) -> tuple[int, str]:
-  """Runs pretrain.py; with `stop_at`, sends `sig` `delay` s after it logs that step."""
-  proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "pretrain.py"), *args],
+  """Runs pretrain.py; with `stop_at`, sends `sig` `delay` s after it logs that step; with
+  kill_during_save="STEP:SECONDS", it is SIGKILLed SECONDS into the save of STEP."""
+  script = [KILL_DURING_SAVE, kill_during_save] if kill_during_save else [
+      os.path.join(ROOT, "pretrain.py")]
+  proc = subprocess.Popen([sys.executable, *script, *args],
                           cwd=ROOT, text=True, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT,
-                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", **(env or {})})
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
   lines, sent = [], False
   for line in proc.stdout:
     lines.append(line)
@@ -69,9 +72,9 @@ def resumed_step(output: str) -> int:
 
 
 def newest_step(ckpt_dir: str) -> int:
-  from electra_tf.training import checkpoints
+  from electra_tf.training import resume
 
-  found = checkpoints.numbered(ckpt_dir)
+  found = resume.numbered(ckpt_dir)
   return found[0][0] if found else 0
 
 
@@ -126,7 +129,7 @@ def main() -> int:
     if kind == "SIGKILL during a save":
       save = min((start // args.checkpoint_steps + 1) * args.checkpoint_steps, args.steps)
       delay = rng.uniform(0.0, 0.1)  # a tiny-model save takes ~0.1 s here
-      rc, out = pretrain(run, env={KILL_DURING_SAVE_ENV: f"{save}:{delay:.3f}"})
+      rc, out = pretrain(run, kill_during_save=f"{save}:{delay:.3f}")
       where = f"{delay * 1000:.0f} ms into the save of step {save}"
     else:
       sig = signal.SIGKILL if kind == "SIGKILL between saves" else signal.SIGTERM

@@ -58,9 +58,9 @@ def main():
   import torch
   import transformers
 
+  from electra_tf.checkpoints import converter
   from electra_tf.config import FinetuneConfig
   from electra_tf.data import builtin
-  from electra_tf.export import convert
   from electra_tf.model.finetune_models import build_finetune_model, model_for_task
   from electra_tf.tasks import squad_data, squad_postprocess
   from electra_tf.training.finetuning import make_optimizer
@@ -74,7 +74,7 @@ def main():
   train_ex, _ = squad_data.read_squad(builtin.squad_path("train"), is_training=True)
   dev_ex, _ = squad_data.read_squad(builtin.squad_path("dev"), is_training=False)
   train_ex, dev_ex = train_ex[:args.max_train_examples], dev_ex[:args.max_eval_examples]
-  source = convert.read_source(ref.minilm_dir())
+  source = converter.read_source(ref.minilm_dir())
   enc, starts, ends = ref.squad_features(tokenizer, train_ex, args, training=True)
   arrays = {"input_ids": enc["input_ids"], "input_mask": enc["attention_mask"],
             "segment_ids": enc["token_type_ids"], "start_positions": starts,
@@ -100,7 +100,7 @@ def main():
                           learning_rate=args.learning_rate, layerwise_lr_decay=1.0,
                           adam_bias_correction=True, dropout_rate=dropout, num_train_epochs=1)
   model = build_finetune_model(model_for_task(config, encoder_config))
-  convert.restore_into(source, discriminator=model.encoder)
+  converter.restore_into(source, discriminator=model.encoder)
   if args.head == "reference":
     model.head.start_end.kernel.assign(reference.qa_outputs.weight.detach().numpy().T)
     model.head.start_end.bias.assign(reference.qa_outputs.bias.detach().numpy())

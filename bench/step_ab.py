@@ -108,10 +108,10 @@ def main():
   from pretrain_step import synthetic_batch
   from profile_step import median_seconds
 
-  import configs
+  from electra_tf import presets
   from electra_tf.training import pretraining, strategy
 
-  config = configs.get(args.preset).replace(
+  config = presets.get(args.preset).replace(
       batch_size=args.batch_size, steps_per_execution=1,
       precision="mixed_bfloat16" if args.precision == "bfloat16" else "float32")
   strategy.set_precision(config.precision)

@@ -33,9 +33,9 @@ def main():
   args = parser.parse_args()
   from pretrain_step import build_ours
 
-  import configs
+  from electra_tf import presets
 
-  config = configs.get(args.preset).replace(batch_size=args.batch_size,
+  config = presets.get(args.preset).replace(batch_size=args.batch_size,
                                             precision=args.precision)
   model, dataset = build_ours(config, xla=False, per_call=1)
   model.fit(dataset, steps_per_epoch=1, epochs=1, verbose=0)  # tracing

@@ -1,4 +1,4 @@
-"""Fine-tuning defaults per task and model depth (ELECTRA_SPEC section 3)."""
+"""Fine-tuning defaults per task and model depth (the authors' recipe)."""
 
 from electra_tf.config import FINETUNE_TASKS, ConfigError, FinetuneConfig
 

@@ -1,7 +1,7 @@
 """ELECTRA-Large (335M discriminator parameters): batch 2048 across hosts, so LAMB by default.
 
-The authors trained Large with AdamW; LAMB is the large-batch choice that keeps the
-multi-host/TPU preset stable (ELECTRA_SPEC section 3). Pass --optimizer=adamw for theirs.
+The authors trained Large with AdamW; LAMB is the large-batch choice for a multi-host or
+TPU run. Pass --optimizer=adamw for theirs.
 """
 
 from electra_tf.config import EncoderConfig, PretrainConfig

@@ -74,3 +74,23 @@ def flags_parser(flag_values):
     return rest
 
   return parse
+
+
+def run_command(main, module_name: str) -> None:
+  """Runs an absl `main` defined in the command module `module_name`, as a console script,
+  `python -m`, or a thin script in a checkout (pretrain.py, finetune.py) alike.
+
+  Whichever file started the process, `--help` shows that module's docstring and flags, and
+  flag or argument errors are one `error:` line with exit code 2.
+  """
+  from absl import app, flags
+
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # our error line should be all of stderr
+  module = sys.modules[module_name]
+  launcher = sys.modules["__main__"]
+  if launcher is not module:
+    launcher.__doc__ = module.__doc__  # absl prints the __main__ docstring as the usage
+    # absl's --help lists the flags of the module named by sys.argv[0].
+    for flag in flags.FLAGS.get_flags_for_module(module_name):
+      flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+  app.run(main, flags_parser=flags_parser(flags.FLAGS))

@@ -1,4 +1,4 @@
-"""The one feature-key contract shared by data, model, training and export."""
+"""The one feature-key contract shared by data, model, training, tasks and serving."""
 
 INPUT_IDS = "input_ids"  # int32 [B, L] WordPiece ids, 0 = [PAD]
 INPUT_MASK = "input_mask"  # int32 [B, L] 1 for real tokens, 0 for padding
@@ -13,5 +13,3 @@ RECORD_KEYS = (INPUT_IDS, INPUT_MASK, SEGMENT_IDS)
 # What the pretraining pipeline yields per batch.
 PRETRAIN_KEYS = RECORD_KEYS + (MASKED_INPUT_IDS, MASKED_LM_POSITIONS, MASKED_LM_IDS,
                                MASKED_LM_WEIGHTS)
-
-MANIFEST_NAME = "manifest.json"

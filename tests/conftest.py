@@ -26,14 +26,15 @@ _LONGEST_FILES_FIRST = (
     "tests/training/test_failure_handling.py",  # 198
     "tests/test_pretrain_cli.py",  # 162
     "tests/training/test_multi_worker.py",  # 155
-    "tests/test_hostile_inputs.py",  # 149
+    "tests/hostile/test_model_commands.py",
+    "tests/hostile/test_data_commands.py",
     "tests/training/test_fault_tolerance_replicas.py",  # 130
     "tests/test_finetune_cli.py",  # 125
     "tests/model/test_pretrainer.py",  # 110
     "tests/training/test_fault_tolerance.py",  # 106
-    "tests/export/test_saved_model.py",  # 60
+    "tests/serving/test_saved_model.py",  # 60
     "tests/data/test_data_pipeline.py",  # 28
-    "tests/export/test_errors.py",  # 20
+    "tests/checkpoints/test_errors.py",  # 20
 )
 
 

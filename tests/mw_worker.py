@@ -12,13 +12,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 def main(data_dir: str, model_dir: str, out: str) -> None:
   import numpy as np
 
-  import configs
+  from electra_tf import presets
   from electra_tf.data import manifest, vocab
   from electra_tf.training import pretraining
   from electra_tf.training import strategy as strategy_lib
 
   strategy = strategy_lib.make_strategy("multi_worker_mirrored")
-  config = configs.get("tiny").replace(num_train_steps=6, steps_per_execution=2,
+  config = presets.get("tiny").replace(num_train_steps=6, steps_per_execution=2,
                                        checkpoint_steps=3, log_steps=3, batch_size=8)
   data = pretraining.TrainData(manifest.read_manifest(data_dir).shard_paths,
                                vocab.load_vocab(vocab.builtin_vocab_path()))

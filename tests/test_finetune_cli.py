@@ -3,19 +3,13 @@ real SQuAD v1.1 questions, SQuAD 2.0 (the real 2-question sample plus synthetic 
 questions) and a sentence-classification TSV; and its one-line errors."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
-from testing_utils import ROOT, assert_clear_error
-
-ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+from testing_utils import assert_clear_error, run_command
 
 
 def run(script, *args, timeout=600):
-  return subprocess.run([sys.executable, os.path.join(ROOT, script), *args], cwd=ROOT,
-                        capture_output=True, text=True, timeout=timeout, env=ENV)
+  return run_command(script.removesuffix(".py"), *args, timeout=timeout)
 
 
 @pytest.fixture(scope="module")

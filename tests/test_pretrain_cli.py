@@ -3,17 +3,14 @@
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
-from testing_utils import ROOT, assert_clear_error
+from testing_utils import ROOT, assert_clear_error, command_env, command_line, run_command
 
 
 def run_pretrain(*args, timeout=300):
-  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-  return subprocess.run([sys.executable, os.path.join(ROOT, "pretrain.py"), *args],
-                        cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
+  return run_command("pretrain", *args, timeout=timeout)
 
 
 @pytest.fixture(scope="module")
@@ -118,9 +115,9 @@ def test_sigkill_then_resume_and_conflicting_resume(tmp_path, data_64):
   model_dir = tmp_path / "run"
   common = [f"--model_dir={model_dir}", f"--train_data={data_64}", "--checkpoint_steps=10",
             "--steps_per_execution=5", "--log_steps=10"]
-  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-  proc = subprocess.Popen([sys.executable, "pretrain.py", *common, "--num_train_steps=100000"],
-                          cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+  proc = subprocess.Popen(command_line("pretrain", *common, "--num_train_steps=100000"),
+                          cwd=ROOT, env=command_env(), stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE)
   state = model_dir / "checkpoints" / "checkpoint"
   deadline = time.time() + 240
   while not state.exists() and time.time() < deadline and proc.poll() is None:

@@ -56,3 +56,40 @@ def xla_compiled_functions(fn) -> list[str]:
 
   library = tf.function(fn).get_concrete_function().graph.as_graph_def().library
   return [f.signature.name for f in library.function if f.attr["_XlaMustCompile"].b]
+
+
+# Every command as a user starts it from a checkout (installed: electra-<name>).
+COMMANDS = {
+    "pretrain": [os.path.join(ROOT, "pretrain.py")],
+    "finetune": [os.path.join(ROOT, "finetune.py")],
+    "build_data": ["-m", "electra_tf.commands.build_data"],
+    "learn_vocab": ["-m", "electra_tf.commands.learn_vocab"],
+    "convert": ["-m", "electra_tf.commands.convert"],
+    "export": ["-m", "electra_tf.commands.export"],
+    "saved_model_cli": ["-m", "electra_tf.commands.saved_model_cli"],
+    # pretrain.py with a SIGKILL during one save (its first argument is STEP:SECONDS).
+    "pretrain_killed_during_save": [os.path.join(ROOT, "tests", "training",
+                                                 "kill_during_save.py")],
+}
+
+
+def command_line(name: str, *args) -> list[str]:
+  """The argv that starts command `name` with `args` in a fresh Python process."""
+  import sys
+
+  return [sys.executable, *COMMANDS[name], *map(str, args)]
+
+
+def command_env(**extra) -> dict[str, str]:
+  """The environment commands run in: the tests', with TensorFlow's C++ logging off (as the
+  commands set it themselves when it is unset) and this checkout importable."""
+  return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": ROOT, **extra}
+
+
+def run_command(name: str, *args, timeout: float = 600, cwd: str = ROOT, env=None, **kwargs):
+  """Runs command `name` as a user does and waits: subprocess.CompletedProcess with its exit
+  code, stdout and stderr as text. `kwargs` go to subprocess.run (e.g. preexec_fn)."""
+  import subprocess
+
+  return subprocess.run(command_line(name, *args), cwd=cwd, env=env or command_env(),
+                        capture_output=True, text=True, timeout=timeout, check=False, **kwargs)

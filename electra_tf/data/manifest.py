@@ -8,13 +8,13 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from electra_tf import features
 from electra_tf.data import io_utils
 from electra_tf.data.vocab import Vocab
 from electra_tf.errors import UserError, check_field_types
+from electra_tf.filenames import MANIFEST_NAME
 
 FORMAT = "electra_tf.pretraining_data.v1"
-_REBUILD = "python -m electra_tf.data.build_pretraining_data"
+_REBUILD = "electra-build-data"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,7 +67,7 @@ class Manifest:
     return json.dumps({"format": FORMAT, **values}, indent=2) + "\n"
 
   def write(self) -> None:
-    io_utils.atomic_write_text(os.path.join(self.data_dir, features.MANIFEST_NAME),
+    io_utils.atomic_write_text(os.path.join(self.data_dir, MANIFEST_NAME),
                                self.to_json())
 
 
@@ -83,10 +83,10 @@ def input_infos(files: Sequence[str]) -> tuple[InputInfo, ...]:
 def manifest_path(data_dir_or_pattern: str) -> str:
   """Where the manifest of a data dir, a shard glob or a shard file lives."""
   if os.path.isdir(data_dir_or_pattern):
-    return os.path.join(data_dir_or_pattern, features.MANIFEST_NAME)
-  if os.path.basename(data_dir_or_pattern) == features.MANIFEST_NAME:
+    return os.path.join(data_dir_or_pattern, MANIFEST_NAME)
+  if os.path.basename(data_dir_or_pattern) == MANIFEST_NAME:
     return data_dir_or_pattern
-  return os.path.join(os.path.dirname(data_dir_or_pattern) or ".", features.MANIFEST_NAME)
+  return os.path.join(os.path.dirname(data_dir_or_pattern) or ".", MANIFEST_NAME)
 
 
 def _from_dict(values: Any, data_dir: str, path: str) -> Manifest:
@@ -122,7 +122,7 @@ def read_manifest(data_dir_or_pattern: str, required: bool = True) -> Manifest |
   if not os.path.isfile(path):
     if not required:
       return None
-    raise UserError(f"no {features.MANIFEST_NAME} in {os.path.dirname(path) or '.'}; "
+    raise UserError(f"no {MANIFEST_NAME} in {os.path.dirname(path) or '.'}; "
                     f"build the data with {_REBUILD} (an unfinished build leaves none)")
   try:
     with open(path, encoding="utf-8") as f:
@@ -170,5 +170,5 @@ def check_manifest(manifest: Manifest, vocab: Vocab, max_seq_length: int,
 
 def is_data_dir(path: str) -> bool:
   """True if `path` holds our manifest (a finished build)."""
-  return os.path.isfile(os.path.join(path, features.MANIFEST_NAME))
+  return os.path.isfile(os.path.join(path, MANIFEST_NAME))
 

@@ -16,7 +16,6 @@ import os
 import sys
 import time
 
-from electra_tf import features
 from electra_tf.data import io_utils, shard_writer
 from electra_tf.data.manifest import (
   Manifest,
@@ -28,6 +27,7 @@ from electra_tf.data.manifest import (
 )
 from electra_tf.data.vocab import Vocab, load_vocab
 from electra_tf.errors import UserError
+from electra_tf.filenames import MANIFEST_NAME
 
 __all__ = ["build_pretraining_data", "build_if_needed", "read_manifest", "check_manifest",
            "Manifest"]
@@ -145,7 +145,7 @@ def _check_output_dir(output_dir: str, overwrite: bool) -> None:
   elif os.path.isdir(output_dir) and os.listdir(output_dir):
     # Never delete what we did not write: our builds only ever rename a finished dir here.
     raise UserError(f"{output_dir} exists and is not a pretraining data dir (no "
-                    f"{features.MANIFEST_NAME}); remove it or choose another --output_dir")
+                    f"{MANIFEST_NAME}); remove it or choose another --output_dir")
 
 
 def build_pretraining_data(input_files: str | list[str], vocab: Vocab | str, output_dir: str,

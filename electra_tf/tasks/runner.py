@@ -1,27 +1,27 @@
-"""finetune.py's work: resolve the checkpoint, vocab and data of a task, then run it."""
+"""The fine-tuning command's work: resolve the checkpoint, vocab and data of a task, run it."""
 
 from __future__ import annotations
 
 import os
 import sys
 
+from electra_tf import presets
 from electra_tf.config import EncoderConfig, FinetuneConfig
 from electra_tf.errors import UserError
+from electra_tf.filenames import BEST_SUBDIR
 
 
 def resolve_encoder(init_checkpoint: str | None, model_size: str):
   """(encoder config, checkpoint vocab path or None, read source or None) from the
   checkpoint or a preset."""
   if init_checkpoint:
-    from electra_tf.export import convert
+    from electra_tf.checkpoints import converter
 
-    source = convert.read_source(init_checkpoint)
+    source = converter.read_source(init_checkpoint)
     if not source.has_discriminator and not source.has_generator:
       raise UserError(f"{init_checkpoint} holds no encoder weights")
     return source.config.model, source.vocab_path, source
-  import configs
-
-  return configs.get(model_size).model, None, None
+  return presets.get(model_size).model, None, None
 
 
 def make_tokenizer(vocab_file: str | None, checkpoint_vocab: str | None,
@@ -123,11 +123,5 @@ def run_from_flags(flags_, resolve_config, stream=None):
   if result.best:
     shown = ", ".join(f"{k} {v:.4f}" for k, v in result.best.items() if isinstance(v, float))
     print(f"best epoch {result.best['epoch']}: {shown}; model in "
-          f"{os.path.join(flags_.output_dir, 'best')}", file=stream, flush=True)
-  if flags_.export_dir:
-    from electra_tf.export import saved_model
-
-    path = saved_model.export_finetuned(os.path.join(flags_.output_dir, "best"),
-                                        flags_.export_dir)
-    print(f"exported the SavedModel to {path}", file=stream, flush=True)
+          f"{os.path.join(flags_.output_dir, BEST_SUBDIR)}", file=stream, flush=True)
   return result

@@ -1,21 +1,15 @@
-"""What a run leaves in model_dir: resolved config, checkpoints, a discriminator export."""
+"""The resolved config a pretraining run records in model_dir, and the resume check on it."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
-
-import tensorflow as tf
 
 from electra_tf import atomic
-from electra_tf.config import EncoderConfig, PretrainConfig, resume_conflicts
+from electra_tf.config import PretrainConfig, resume_conflicts
 from electra_tf.errors import UserError
+from electra_tf.filenames import CONFIG_NAME
 
-CONFIG_NAME = "config.json"
-CHECKPOINT_SUBDIR = "checkpoints"
-DISCRIMINATOR_SUBDIR = "discriminator"
-VOCAB_NAME = "vocab.txt"
 # Allowed to change on resume, but they reshape the learning-rate schedule: say so.
 SCHEDULE_FIELDS = ("num_train_steps", "learning_rate", "warmup_steps")
 
@@ -56,25 +50,3 @@ def save_or_check_run_config(model_dir: str, config: PretrainConfig, data_info: 
     atomic.atomic_write_text(path, json.dumps({"pretrain": config.to_dict(), "data": data_info},
                                               indent=2, sort_keys=True))
   return notes
-
-
-def save_discriminator(discriminator, vocab_path: str | None, out_dir: str) -> str:
-  """Write a discriminator-only checkpoint (+ encoder config and vocab) for fine-tuning.
-
-  The directory is built under a temporary name and renamed, replacing an older export.
-  """
-  def write(tmp: str) -> None:
-    tf.train.Checkpoint(model=discriminator).write(os.path.join(tmp, "ckpt"))
-    with open(os.path.join(tmp, CONFIG_NAME), "w", encoding="utf-8") as f:
-      json.dump({"encoder": discriminator.config.to_dict()}, f, indent=2, sort_keys=True)
-    if vocab_path:
-      shutil.copyfile(vocab_path, os.path.join(tmp, VOCAB_NAME))
-
-  atomic.write_dir(out_dir, write)
-  return out_dir
-
-
-def read_encoder_config(path: str) -> EncoderConfig:
-  """The encoder config stored beside a discriminator export."""
-  with open(os.path.join(path, CONFIG_NAME), encoding="utf-8") as f:
-    return EncoderConfig.from_dict(json.load(f)["encoder"])

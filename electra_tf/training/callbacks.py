@@ -14,6 +14,7 @@ import tensorflow as tf
 import tf_keras
 
 from electra_tf.errors import RuntimeFailure, tf_error_line
+from electra_tf.filenames import CKPT_NAME
 
 
 def _format_duration(seconds: float) -> str:
@@ -123,12 +124,6 @@ class ProgressLogger(tf_keras.callbacks.Callback):
       metric.reset_state()
 
 
-# Fault injection for the preemption tests (tests/training/test_fault_tolerance.py and
-# bench/soak.py): "STEP:SECONDS" SIGKILLs this process SECONDS after the save of STEP began
-# (during the save when SECONDS is shorter than it, else during the steps after it).
-KILL_DURING_SAVE_ENV = "ELECTRA_TF_KILL_DURING_SAVE"
-
-
 class CheckpointSaver(tf_keras.callbacks.Callback):
   """Saves through a tf.train.CheckpointManager every `every` steps and at the end.
 
@@ -149,11 +144,10 @@ class CheckpointSaver(tf_keras.callbacks.Callback):
     self._last_saved = None
 
   def _save(self, step: int):
-    _start_kill_timer(step)
     try:
       self.manager.save(checkpoint_number=step)
     except (tf.errors.OpError, OSError) as exc:
-      prefix = os.path.join(self.manager.directory, f"ckpt-{step}")
+      prefix = os.path.join(self.manager.directory, f"{CKPT_NAME}-{step}")
       for path in tf.io.gfile.glob(prefix + ".*") + tf.io.gfile.glob(prefix + "_temp*"):
         with contextlib.suppress(tf.errors.OpError, OSError):
           if tf.io.gfile.isdir(path):
@@ -182,17 +176,6 @@ class CheckpointSaver(tf_keras.callbacks.Callback):
     step = int(self.model.optimizer.iterations.numpy())
     if step != self._last_saved:
       self._save(step)
-
-
-def _start_kill_timer(step: int) -> None:
-  """The fault injection of KILL_DURING_SAVE_ENV (a save of the tiny model takes ~0.1 s)."""
-  spec = os.environ.get(KILL_DURING_SAVE_ENV)
-  if not spec or int(spec.split(":")[0]) != step:
-    return
-  timer = threading.Timer(float(spec.split(":")[1]), os.kill,
-                          args=(os.getpid(), signal.SIGKILL))
-  timer.daemon = True
-  timer.start()
 
 
 class NonFiniteGuard(tf_keras.callbacks.Callback):

@@ -6,7 +6,6 @@ import dataclasses
 import json
 import math
 import os
-import shutil
 import sys
 import time
 from typing import Any, Protocol
@@ -16,16 +15,22 @@ import tensorflow as tf
 import tf_keras
 
 from electra_tf import atomic
+from electra_tf.checkpoints import converter
 from electra_tf.config import EncoderConfig, FinetuneConfig
-from electra_tf.errors import UserError, check_field_types
-from electra_tf.model.finetune_models import FinetuneModel, build_finetune_model, model_for_task
+from electra_tf.errors import UserError
+from electra_tf.filenames import (
+  BEST_SUBDIR,
+  CHECKPOINT_SUBDIR,
+  CKPT_NAME,
+  EVAL_LOGS,
+  FINETUNE_RECORD,
+  RESULTS_NAME,
+  TRAIN_LOGS,
+)
+from electra_tf.model.finetune_models import FinetuneModel, build_finetune_model
 from electra_tf.training.callbacks import ProgressLogger
+from electra_tf.training.finetuned import save_finetuned
 from electra_tf.training.optimizer import WarmupLinearDecay, create_optimizer
-
-RUN_CONFIG = "finetune.json"
-BEST_SUBDIR = "best"
-CHECKPOINT_SUBDIR = "checkpoints"
-RESULTS_NAME = "eval_results.json"
 
 
 class Task(Protocol):
@@ -79,7 +84,7 @@ def make_optimizer(config: FinetuneConfig, total_steps: int, num_layers: int):
 
 def _check_run_config(output_dir: str, record: dict[str, Any]) -> None:
   """Refuses to resume a run in `output_dir` made with another task, model or config."""
-  path = os.path.join(output_dir, RUN_CONFIG)
+  path = os.path.join(output_dir, FINETUNE_RECORD)
   if not os.path.exists(path):
     return
   with open(path, encoding="utf-8") as f:
@@ -114,7 +119,7 @@ class _Evaluator(tf_keras.callbacks.Callback):
     super().__init__()
     self.task, self.eval_dataset, self.output_dir = task, eval_dataset, output_dir
     self.record, self.vocab_path, self.manager, self.stream = record, vocab_path, manager, stream
-    self.writer = tf.summary.create_file_writer(os.path.join(output_dir, "eval"))
+    self.writer = tf.summary.create_file_writer(os.path.join(output_dir, EVAL_LOGS))
     self.history: list[dict[str, Any]] = []
     self.best: dict[str, Any] | None = None
     results = os.path.join(output_dir, RESULTS_NAME)
@@ -158,34 +163,11 @@ class _Evaluator(tf_keras.callbacks.Callback):
       atomic.atomic_write_text(os.path.join(self.output_dir, name), text)
 
 
-def save_finetuned(model: FinetuneModel, record: dict[str, Any], vocab_path: str | None,
-                   out_dir: str, artifacts: dict[str, str] | None = None) -> str:
-  """Writes a fine-tuned model directory (ckpt, finetune.json, vocab.txt, extra files).
-
-  `record` is what finetune.json holds: "task", "encoder" and "finetune" (config dicts) and
-  the task's metadata ("spec" for classification). The directory appears complete or not
-  at all, replacing an older one.
-  """
-  def write(tmp: str) -> None:
-    tf.train.Checkpoint(model=model).write(os.path.join(tmp, "ckpt"))
-    with open(os.path.join(tmp, RUN_CONFIG), "w", encoding="utf-8") as f:
-      json.dump(record, f, indent=2)
-    if vocab_path:
-      shutil.copyfile(vocab_path, os.path.join(tmp, "vocab.txt"))
-    for name, text in (artifacts or {}).items():
-      with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
-        f.write(text)
-
-  return atomic.write_dir(out_dir, write)
-
-
 def _restore_init(model: FinetuneModel, init_checkpoint: str | None, source, stream) -> None:
-  from electra_tf.export import convert
-
   if not init_checkpoint:
     print("no --init_checkpoint: the encoder starts from random weights", file=stream)
     return
-  report = convert.restore_into(source or init_checkpoint, discriminator=model.encoder)
+  report = converter.restore_into(source or init_checkpoint, discriminator=model.encoder)
   print(f"restored the encoder from {init_checkpoint}: {report.summary()}", file=stream)
 
 
@@ -205,7 +187,7 @@ def run_finetuning(task: Task, config: FinetuneConfig, encoder_config: EncoderCo
             "finetune": config.to_dict(), "init_checkpoint": init_checkpoint,
             **task.metadata()}
   _check_run_config(output_dir, record)
-  atomic.atomic_write_text(os.path.join(output_dir, RUN_CONFIG), json.dumps(record, indent=2))
+  atomic.atomic_write_text(os.path.join(output_dir, FINETUNE_RECORD), json.dumps(record, indent=2))
 
   train_data, num_examples = task.train_dataset()
   if num_examples == 0:
@@ -229,7 +211,8 @@ def run_finetuning(task: Task, config: FinetuneConfig, encoder_config: EncoderCo
     _restore_init(model, init_checkpoint, init_source, stream)
     model.compile(optimizer=make_optimizer(config, total_steps, encoder_config.num_layers))
     ckpt = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
-    manager = tf.train.CheckpointManager(ckpt, os.path.join(output_dir, CHECKPOINT_SUBDIR), 1)
+    manager = tf.train.CheckpointManager(ckpt, os.path.join(output_dir, CHECKPOINT_SUBDIR), 1,
+                                         checkpoint_name=CKPT_NAME)
     if manager.latest_checkpoint:
       ckpt.restore(manager.latest_checkpoint).expect_partial()
       print(f"resuming from {manager.latest_checkpoint}", file=stream)
@@ -242,65 +225,9 @@ def run_finetuning(task: Task, config: FinetuneConfig, encoder_config: EncoderCo
   evaluator = _Evaluator(task, eval_ds, output_dir, record, vocab_path, manager, stream)
   progress = ProgressLogger(total_steps, config.log_steps,
                             batch * config.max_seq_length,
-                            summary_dir=os.path.join(output_dir, "train"),
+                            summary_dir=os.path.join(output_dir, TRAIN_LOGS),
                             examples_per_epoch=num_examples, batch_size=batch, stream=stream)
   if initial_epoch < epochs:
     model.fit(train_ds, epochs=epochs, initial_epoch=initial_epoch,
               steps_per_epoch=steps_per_epoch, callbacks=[progress, evaluator], verbose=0)
   return FinetuneResult(model, evaluator.history, evaluator.best, total_steps)
-
-
-def load_finetuned(path: str) -> tuple[FinetuneModel, dict[str, Any]]:
-  """(built model with restored weights, its finetune.json record) from a `best/` directory.
-
-  Raises:
-    UserError: `path` is not a fine-tuned model directory, or its finetune.json or
-      checkpoint is damaged.
-  """
-  record_path = os.path.join(path, RUN_CONFIG)
-  if not (os.path.exists(record_path) and os.path.exists(os.path.join(path, "ckpt.index"))):
-    raise UserError(f"{path} is not a fine-tuned model (no {RUN_CONFIG} and ckpt); pass the "
-                    f"best/ directory of a finetune.py --output_dir, or --task=pretraining "
-                    f"for a pretrained checkpoint")
-  record, config, encoder, num_labels = _read_record(record_path)
-  model = build_finetune_model(model_for_task(config, encoder, num_labels=num_labels))
-  from electra_tf.export.tf1 import READ_ERRORS, checkpoint_error
-
-  prefix = os.path.join(path, "ckpt")
-  try:
-    status = tf.train.Checkpoint(model=model).read(prefix)
-    status.expect_partial().assert_existing_objects_matched()
-  except AssertionError as exc:
-    raise UserError(f"{prefix} does not hold all weights of the model in {RUN_CONFIG}: "
-                    f"{str(exc).splitlines()[0]}") from exc
-  except READ_ERRORS as exc:
-    raise checkpoint_error(prefix, exc) from exc
-  return model, record
-
-
-def _read_record(record_path: str) -> tuple[dict[str, Any], FinetuneConfig, EncoderConfig, int]:
-  """(finetune.json, its configs, its label count) of a fine-tuned model, checked by field."""
-  fix = "restore it or fine-tune again"
-  try:
-    with open(record_path, encoding="utf-8") as f:
-      record = json.load(f)
-  except (OSError, ValueError) as exc:
-    raise UserError(f"cannot read {record_path} ({exc}); {fix}") from exc
-  try:
-    if not isinstance(record, dict):
-      raise UserError(f"{record_path}: expected a JSON object, got {type(record).__name__}")
-    if not isinstance(record.get("task"), str):
-      raise UserError(f"{record_path}: task must be a string, got {record.get('task')!r}")
-    check_field_types(FinetuneConfig, record.get("finetune"), f"{record_path} finetune")
-    check_field_types(EncoderConfig, record.get("encoder"), f"{record_path} encoder")
-    config = FinetuneConfig.from_dict(record["finetune"])
-    encoder = EncoderConfig.from_dict(record["encoder"])
-    spec = record.get("spec") or {}
-    labels = spec.get("label_names") if isinstance(spec, dict) else spec
-    if labels is not None and not (isinstance(labels, list)
-                                   and all(isinstance(name, str) for name in labels)):
-      raise UserError(f"{record_path}: spec.label_names must be a list of strings or null, "
-                      f"got {labels!r}")
-  except UserError as exc:
-    raise UserError(f"{exc}; {fix}") from None
-  return record, config, encoder, len(labels or ()) or 1

@@ -1,22 +1,26 @@
-"""The pretraining run: build under a strategy, resume, fit with callbacks, export."""
+"""The pretraining run: check, build under a strategy, resume, fit with callbacks, export."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
 import signal
 import sys
+from collections.abc import Iterator
 
 import tensorflow as tf
 import tf_keras
 
+from electra_tf import filenames
+from electra_tf.checkpoints import converter, native
 from electra_tf.config import PretrainConfig
-from electra_tf.data import pipeline
+from electra_tf.data import pipeline, records
 from electra_tf.errors import RuntimeFailure, UserError
 from electra_tf.model import networks
 from electra_tf.model.pretrainer import ElectraPretrainer
-from electra_tf.training import artifacts, callbacks, checkpoints
+from electra_tf.training import artifacts, callbacks, resume, workers
 from electra_tf.training.optimizer import WarmupLinearDecay, create_optimizer
 
 
@@ -46,50 +50,6 @@ class TrainData:
   vocab: object  # electra_tf.data.vocab.Vocab
   examples: int | None = None
   tokens: int | None = None
-
-
-def _worker_role(strategy) -> tuple[bool, int]:
-  """(is_chief, task_id) under multi-worker strategies; (True, 0) otherwise."""
-  resolver = getattr(strategy, "cluster_resolver", None)
-  if resolver is None or not getattr(resolver, "task_type", None):
-    return True, 0
-  task_type, task_id = resolver.task_type, resolver.task_id or 0
-  has_chief = "chief" in resolver.cluster_spec().as_dict()
-  is_chief = task_type == "chief" or (not has_chief and task_type == "worker" and task_id == 0)
-  return is_chief, task_id
-
-
-def _collective_error(exc: Exception) -> str:
-  """The informative line of a failed collective (TF puts 'Graph execution error:' first)."""
-  text = getattr(exc, "message", None) or str(exc)
-  for line in (ln.strip() for ln in text.splitlines()):
-    if line and not line.startswith(("Graph execution error", "Detected at node", "File ",
-                                      "[[", "{{")):
-      return line[:240]
-  return type(exc).__name__
-
-
-def _is_multi_worker(strategy) -> bool:
-  resolver = getattr(strategy, "cluster_resolver", None)
-  if resolver is None or not getattr(resolver, "task_type", None):
-    return False
-  return sum(len(tasks) for tasks in resolver.cluster_spec().as_dict().values()) > 1
-
-
-def keep_replica_copies_equal() -> None:
-  """Stops Grappler rewriting each replica's optimizer update with different rounding.
-
-  Under MirroredStrategy every replica applies the (identical, all-reduced) gradients to
-  its own copy of the weights. With Grappler's constant folding and arithmetic
-  optimisation on, the copies on two CPU devices drifted apart by an ulp within 4 steps
-  (gradients and Adam moments stayed equal, the step applied to the weights did not),
-  and a checkpoint keeps only the first copy, so a resumed run went on from other weights
-  than the run it continued. Either pass off keeps the copies bit-equal; both are turned
-  off (the tiny two-replica run showed no change in tokens/s). Must run before the train
-  function is first called.
-  """
-  tf.config.optimizer.set_experimental_options(
-      {"constant_folding": False, "arithmetic_optimization": False})
 
 
 def build_model(config: PretrainConfig, strategy, jit_compile: bool = False,
@@ -146,7 +106,7 @@ def preflight(config: PretrainConfig, model_dir: str, strategy, vocab) -> list[s
   if vocab.size != config.model.vocab_size:
     raise UserError(f"the vocab has {vocab.size} tokens but the model expects "
                     f"{config.model.vocab_size}; set model.vocab_size or use the matching vocab")
-  latest = checkpoints.newest(os.path.join(model_dir, artifacts.CHECKPOINT_SUBDIR))
+  latest = resume.newest(os.path.join(model_dir, filenames.CHECKPOINT_SUBDIR))
   notes = artifacts.save_or_check_run_config(model_dir, config, {"vocab_md5": vocab.md5},
                                              write=False, enforce=bool(latest))
   if config.warmup_steps > config.num_train_steps:
@@ -155,120 +115,172 @@ def preflight(config: PretrainConfig, model_dir: str, strategy, vocab) -> list[s
   return notes
 
 
+@dataclasses.dataclass
+class _Run:
+  """Where this process of a run reads and writes, and its part in the cluster."""
+
+  model_dir: str
+  ckpt_dir: str  # model_dir/checkpoints: what a resume reads
+  is_chief: bool
+  task_id: int
+  stream: object
+
+  @property
+  def save_dir(self) -> str:
+    """Every worker saves (the save is collective); only the chief's copy is kept."""
+    if self.is_chief:
+      return self.ckpt_dir
+    return os.path.join(self.model_dir, ".worker_tmp", f"worker_{self.task_id}")
+
+
 def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, strategy,
                     jit_compile: bool = False, stream=None, init_source=None,
                     fused_kernels: bool = True) -> RunResult:
-  """Train (or resume) to config.num_train_steps.
+  """Train (or resume) to config.num_train_steps, then export the encoder for fine-tuning.
 
-  `init_source` (from electra_tf.export.convert.read_source) seeds the networks' weights
-  when model_dir has no checkpoint yet; a resume always prefers model_dir's own.
+  `init_source` (from electra_tf.checkpoints.converter.read_source) seeds the networks'
+  weights when model_dir has no checkpoint yet; a resume always prefers model_dir's own.
+
+  Raises:
+    UserError: settings that conflict with each other, the data, or model_dir's run.
+    Preempted: a signal stopped the run after saving.
+    RuntimeFailure: a save failed, the run diverged, or a worker was lost.
   """
-  stream = stream or sys.stdout
+  run = _begin(config, data, model_dir, strategy, jit_compile, stream or sys.stdout)
+  replicas = strategy.num_replicas_in_sync
+  with workers.replica_copies_kept_equal(config.deterministic and replicas > 1):
+    model = build_model(config, strategy, jit_compile, fused_kernels)
+    manager = _restore(model, config, run, init_source)
+    start = int(model.optimizer.iterations.numpy())
+    if start >= config.num_train_steps:
+      print(f"{model_dir} is already at step {start} of {config.num_train_steps}; nothing to "
+            "do (raise --num_train_steps to train longer, or use a new --model_dir)",
+            file=run.stream)
+      return RunResult(model, [], start)
+    history = _fit(model, manager, config, data, strategy, run, start)
+    _export_encoder(model, data, run)
+  return RunResult(model, history, start)
+
+
+def _begin(config: PretrainConfig, data: TrainData, model_dir: str, strategy, jit_compile: bool,
+           stream) -> _Run:
+  """Checks the settings, seeds, and records the run's config in model_dir."""
   notes = preflight(config, model_dir, strategy, data.vocab)
   if jit_compile and strategy.num_replicas_in_sync > 1 and not tf.config.list_logical_devices(
       "GPU") and not tf.config.list_logical_devices("TPU"):
     raise UserError("--jit_compile cannot compile across logical CPU devices; "
                     "use one device (--cpu_devices=0) or drop --jit_compile")
-  is_chief, task_id = _worker_role(strategy)
+  is_chief, task_id = workers.worker_role(strategy)
   # Seeds Python, NumPy, TF and Keras' initializers: the initial weights follow the seed.
   tf_keras.utils.set_random_seed(config.seed)
   if config.deterministic:
     tf.config.experimental.enable_op_determinism()
-    if strategy.num_replicas_in_sync > 1:
-      keep_replica_copies_equal()
-  run_ckpt_dir = os.path.join(model_dir, artifacts.CHECKPOINT_SUBDIR)
-  latest = checkpoints.newest(run_ckpt_dir)
+  run = _Run(model_dir, os.path.join(model_dir, filenames.CHECKPOINT_SUBDIR), is_chief,
+             task_id, stream)
   data_info = {"vocab_md5": data.vocab.md5, "vocab_size": data.vocab.size,
                "examples": data.examples, "tokens": data.tokens}
   # Only a checkpoint makes the saved settings binding; a run that failed before its
   # first save may be retried with corrected settings.
   artifacts.save_or_check_run_config(model_dir, config, data_info, write=is_chief,
-                                     enforce=bool(latest))
+                                     enforce=bool(resume.newest(run.ckpt_dir)))
   for note in notes:
     print(note, file=stream)
+  return run
 
-  model = build_model(config, strategy, jit_compile, fused_kernels)
+
+def _restore(model, config: PretrainConfig, run: _Run, init_source
+             ) -> tf.train.CheckpointManager:
+  """The run's checkpoint manager, after restoring its newest readable checkpoint (or the
+  initial weights of `init_source` when there is none)."""
   checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
-  ckpt_dir = run_ckpt_dir
-  if not is_chief:  # every worker saves (the save is collective); only the chief's is kept
-    ckpt_dir = os.path.join(model_dir, ".worker_tmp", f"worker_{task_id}")
-  manager = tf.train.CheckpointManager(checkpoint, ckpt_dir, max_to_keep=config.keep_checkpoints)
-  if is_chief:
-    for path in checkpoints.remove_partial_saves(run_ckpt_dir):
-      print(f"removed {path}, left by an interrupted save", file=stream)
-  restored = checkpoints.restore_newest_valid(checkpoint, run_ckpt_dir, stream)
+  manager = tf.train.CheckpointManager(checkpoint, run.save_dir,
+                                       max_to_keep=config.keep_checkpoints,
+                                       checkpoint_name=filenames.CKPT_NAME)
+  if run.is_chief:
+    for path in resume.remove_partial_saves(run.ckpt_dir):
+      print(f"removed {path}, left by an interrupted save", file=run.stream)
+  restored = resume.restore_newest_valid(checkpoint, run.ckpt_dir, run.stream)
   if restored:
     print(f"resumed from {restored} at step {int(model.optimizer.iterations.numpy())}",
-          file=stream)
+          file=run.stream)
   elif init_source is not None:
-    from electra_tf.export import convert  # noqa: PLC0415  (only when used)
+    report = converter.restore_into(init_source, model.generator, model.discriminator,
+                                    partial=True)
+    print(report.summary(), file=run.stream)
+  return manager
 
-    report = convert.restore_into(init_source, model.generator, model.discriminator,
-                                  partial=True)
-    print(report.summary(), file=stream)
-  start = int(model.optimizer.iterations.numpy())
-  remaining = config.num_train_steps - start
-  if remaining <= 0:
-    print(f"{model_dir} is already at step {start} of {config.num_train_steps}; nothing to do "
-          "(raise --num_train_steps to train longer, or use a new --model_dir)", file=stream)
-    return RunResult(model, [], start)
 
+def _fit(model, manager, config: PretrainConfig, data: TrainData, strategy, run: _Run,
+         start: int) -> list[dict]:
+  """Trains from `start` to the last step; returns the logged metric lines."""
   def cleanup(step):
-    if not is_chief:
-      shutil.rmtree(ckpt_dir, ignore_errors=True)
+    if not run.is_chief:
+      shutil.rmtree(run.save_dir, ignore_errors=True)
 
   progress = callbacks.ProgressLogger(
       config.num_train_steps, config.log_steps, config.tokens_per_step,
-      summary_dir=os.path.join(model_dir, "train") if is_chief else None,
+      summary_dir=os.path.join(run.model_dir, filenames.TRAIN_LOGS) if run.is_chief else None,
       examples_per_epoch=data.examples, batch_size=config.batch_size,
-      stream=stream if is_chief else open(os.devnull, "w"))
+      stream=run.stream if run.is_chief else open(os.devnull, "w"))
   saver = callbacks.CheckpointSaver(manager, config.checkpoint_steps, on_save=cleanup)
-  guard = callbacks.NonFiniteGuard(config.on_nonfinite, manager, stream=stream)
-  preemption = callbacks.PreemptionSaver(strategy if _is_multi_worker(strategy) else None)
+  guard = callbacks.NonFiniteGuard(config.on_nonfinite, manager, stream=run.stream)
+  multi_worker = workers.is_multi_worker(strategy)
+  preemption = callbacks.PreemptionSaver(strategy if multi_worker else None)
   print(f"training steps {start}..{config.num_train_steps} on {strategy.num_replicas_in_sync} "
         f"replica(s), global batch {config.batch_size} x {config.max_seq_length} tokens"
-        + (", deterministic" if config.deterministic else ""), file=stream, flush=True)
+        + (", deterministic" if config.deterministic else ""), file=run.stream, flush=True)
+  with _explained_failures(run, multi_worker), preemption.catching_signals():
+    for stage, last_step in model.stage_segments(start):  # one, unless two-stage
+      step = int(model.optimizer.iterations.numpy())
+      model.enter_stage(stage, step)
+      dataset = make_dataset(config, data, strategy, start_step=step)
+      # The guard runs first: a diverged step must stop the run before anything saves it.
+      model.fit(dataset, epochs=1, steps_per_epoch=last_step - step, verbose=0,
+                callbacks=[guard, progress, preemption, saver])
+      if preemption.signal_name or preemption.peer_signalled:
+        break
+  if preemption.signal_name or preemption.peer_signalled:
+    cause = preemption.signal_name or "a signal to another worker"
+    print(f"stopped by {cause} at step {int(model.optimizer.iterations.numpy())} with its "
+          f"checkpoint saved in {run.ckpt_dir}; rerun the same command to resume",
+          file=run.stream, flush=True)
+    raise Preempted(preemption.signal_name or "SIGTERM")
+  return progress.history
+
+
+@contextlib.contextmanager
+def _explained_failures(run: _Run, multi_worker: bool) -> Iterator[None]:
+  """Bad data and lost workers as one clear error; anything else keeps its traceback."""
   try:
-    with preemption.catching_signals():
-      for stage, last_step in model.stage_segments(start):
-        step = int(model.optimizer.iterations.numpy())
-        model.enter_stage(stage, step)
-        dataset = make_dataset(config, data, strategy, start_step=step)
-        # The guard runs first: a diverged step must stop the run before anything saves it.
-        model.fit(dataset, epochs=1, steps_per_epoch=last_step - step, verbose=0,
-                  callbacks=[guard, progress, preemption, saver])
-        if preemption.signal_name or preemption.peer_signalled:
-          break
+    yield
   except tf.errors.DataLossError as exc:
-    raise pipeline.explain_data_error(exc) from exc
+    raise records.explain_data_error(exc) from exc
   except tf.errors.InvalidArgumentError as exc:
-    explained = pipeline.recognised_data_error(exc)
+    explained = records.recognised_data_error(exc)
     if explained is None:
       raise  # not the data's fault: keep the traceback
     raise explained from exc
   except (tf.errors.UnavailableError, tf.errors.AbortedError, tf.errors.CancelledError,
           tf.errors.DeadlineExceededError) as exc:
-    if not _is_multi_worker(strategy):
+    if not multi_worker:
       raise
-    kept = checkpoints.newest(run_ckpt_dir) or "no checkpoint yet"
+    kept = resume.newest(run.ckpt_dir) or "no checkpoint yet"
     raise RuntimeFailure(
-        f"lost contact with another worker ({_collective_error(exc)}); restart every "
+        f"lost contact with another worker ({workers.collective_error(exc)}); restart every "
         f"worker with the same command to resume from the newest checkpoint ({kept})"
     ) from exc
-  if preemption.signal_name or preemption.peer_signalled:
-    step = int(model.optimizer.iterations.numpy())
-    cause = preemption.signal_name or "a signal to another worker"
-    print(f"stopped by {cause} at step {step} with its checkpoint saved in "
-          f"{run_ckpt_dir}; rerun the same command to resume", file=stream, flush=True)
-    raise Preempted(preemption.signal_name or "SIGTERM")
+
+
+def _export_encoder(model, data: TrainData, run: _Run) -> None:
+  """Writes model_dir/discriminator, what fine-tuning starts from (the chief's; every worker
+  takes part in the save)."""
   # The MLM baseline has no discriminator: its encoder is what fine-tuning starts from.
   encoder_model = networks.standalone_discriminator(model.discriminator or model.generator)
-  out = os.path.join(model_dir, artifacts.DISCRIMINATOR_SUBDIR)
-  if is_chief:
-    artifacts.save_discriminator(encoder_model, data.vocab.path, out)
-    print(f"wrote the discriminator for fine-tuning to {out}", file=stream)
+  if run.is_chief:
+    out = os.path.join(run.model_dir, filenames.DISCRIMINATOR_SUBDIR)
+    native.save_discriminator(encoder_model, data.vocab.path, out)
+    print(f"wrote the discriminator for fine-tuning to {out}", file=run.stream)
   else:
-    tmp = os.path.join(model_dir, ".worker_tmp", f"disc_{task_id}")
-    artifacts.save_discriminator(encoder_model, None, tmp)
+    tmp = os.path.join(run.model_dir, ".worker_tmp", f"disc_{run.task_id}")
+    native.save_discriminator(encoder_model, None, tmp)
     shutil.rmtree(tmp, ignore_errors=True)
-  return RunResult(model, progress.history, start)

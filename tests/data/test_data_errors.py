@@ -2,10 +2,9 @@
 
 import os
 import re
-import subprocess
-import sys
 
 import pytest
+from testing_utils import run_command
 
 from electra_tf.data.pretraining_data import build_pretraining_data
 from electra_tf.data.vocab import SPECIAL_TOKENS
@@ -69,7 +68,7 @@ def test_vocab_without_mask(tmp_path, toy_corpus):
   vocab.write_text("".join(f"{t}\n" for t in SPECIAL_TOKENS if t != "[MASK]") + "w1\n")
   with pytest.raises(UserError, match=re.escape(
       "vocab.txt has no [MASK] token; use a BERT-style WordPiece vocab or build one with "
-      "python -m electra_tf.data.vocab")):
+      "electra-learn-vocab")):
     _build(toy_corpus, str(vocab), tmp_path / "out")
 
 
@@ -98,11 +97,7 @@ def test_tiny_max_seq_length(tmp_path, toy_corpus, toy_vocab):
 
 
 def _cli(*args):
-  env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
-  env["PYTHONPATH"] = REPO
-  return subprocess.run(
-      [sys.executable, "-m", "electra_tf.data.build_pretraining_data", *args], cwd=REPO,
-      env=env, capture_output=True, text=True, timeout=300)
+  return run_command("build_data", *args, timeout=300)
 
 
 def test_cli_bad_vocab_exits_2_with_one_line(tmp_path, toy_corpus):
@@ -113,7 +108,7 @@ def test_cli_bad_vocab_exits_2_with_one_line(tmp_path, toy_corpus):
   assert result.returncode == 2
   assert result.stderr.splitlines() == [
       "error: vocab.txt has no [MASK] token; use a BERT-style WordPiece vocab or build one "
-      "with python -m electra_tf.data.vocab"]
+      "with electra-learn-vocab"]
   _assert_nothing_written(tmp_path / "out")
 
 

@@ -6,10 +6,10 @@ import shutil
 
 import pytest
 
-from electra_tf import features
 from electra_tf.data.manifest import check_manifest, read_manifest
 from electra_tf.data.pretraining_data import build_if_needed, build_pretraining_data
 from electra_tf.errors import UserError
+from electra_tf.filenames import MANIFEST_NAME
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ def test_matching_data_passes(built, toy_vocab):
   check_manifest(manifest, toy_vocab, 32, lower_case=True)
   # A glob of the shards and the manifest path itself find the same manifest.
   assert read_manifest(os.path.join(built, "*.tfrecord")) == manifest
-  assert read_manifest(os.path.join(built, features.MANIFEST_NAME)) == manifest
+  assert read_manifest(os.path.join(built, MANIFEST_NAME)) == manifest
 
 
 def test_other_vocab(built, bert_vocab, toy_vocab):
@@ -74,13 +74,13 @@ def test_missing_shard(copy, toy_vocab):
 
 
 def test_missing_or_damaged_manifest(copy):
-  path = os.path.join(copy, features.MANIFEST_NAME)
+  path = os.path.join(copy, MANIFEST_NAME)
   with open(path, "w") as f:
     f.write("{not json")
   with pytest.raises(UserError, match="is not valid JSON"):
     read_manifest(copy)
   os.remove(path)
-  with pytest.raises(UserError, match=f"no {features.MANIFEST_NAME} in {re.escape(copy)}; "
+  with pytest.raises(UserError, match=f"no {MANIFEST_NAME} in {re.escape(copy)}; "
                      "build the data with"):
     read_manifest(copy)
   assert read_manifest(copy, required=False) is None
@@ -90,7 +90,7 @@ def test_build_if_needed_reuses_matching_data(tmp_path, toy_corpus, toy_vocab):
   shutil.copytree(os.path.dirname(toy_corpus), tmp_path / "corpus")  # we touch its files
   toy_corpus = str(tmp_path / "corpus" / "*.txt")
   out = str(tmp_path / "cache")
-  manifest_file = os.path.join(out, features.MANIFEST_NAME)
+  manifest_file = os.path.join(out, MANIFEST_NAME)
   assert build_if_needed(toy_corpus, toy_vocab, out, 32, True, 0, show_progress=False) == out
   built_at = os.stat(manifest_file).st_mtime_ns
   build_if_needed(toy_corpus, toy_vocab, out, 32, True, seed=5, show_progress=False)

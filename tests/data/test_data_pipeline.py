@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf import features
-from electra_tf.data import pipeline
+from electra_tf.data import pipeline, records
 from electra_tf.errors import UserError
 
 L, P = 128, 19  # max_predictions_per_seq for mask_prob 0.15 at 128, as the config derives
@@ -171,19 +171,19 @@ def test_explain_data_errors(squad_data, bert_vocab, tmp_path):
   corrupt.write_bytes(bytes(data))
   with pytest.raises(tf.errors.DataLossError) as error:
     _batches(_dataset(str(corrupt), bert_vocab, batch_size=8, repeat=False), 10_000)
-  message = str(pipeline.explain_data_error(error.value))
+  message = str(records.explain_data_error(error.value))
   assert re.fullmatch(r"the pretraining data is corrupt \(corrupted record at \d+\); rebuild "
-                      r"the data with python -m electra_tf.data.build_pretraining_data",
+                      r"the data with electra-build-data",
                       message), message
 
   serialized = next(iter(tf.data.TFRecordDataset(shard).batch(2)))
   with pytest.raises(tf.errors.InvalidArgumentError) as error:
     pipeline.parse_fn(64)(serialized)
-  message = str(pipeline.explain_data_error(error.value))
+  message = str(records.explain_data_error(error.value))
   assert re.fullmatch(r"the pretraining records hold \w+ of length 128 but max_seq_length is "
                       r"64; rebuild the data with --max_seq_length=64 or train with "
                       r"--max_seq_length=128", message), message
-  assert "\n" not in str(pipeline.explain_data_error(RuntimeError("x\ny")))
+  assert "\n" not in str(records.explain_data_error(RuntimeError("x\ny")))
 
 
 def _rows(batches):
@@ -199,7 +199,7 @@ def test_deterministic_stream_resumes_at_any_batch_across_epochs(squad_data, ber
     data = shards if by == "file" else shards[:1]
     context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1,
                                          num_replicas_in_sync=2)
-  counts = pipeline.record_counts(shards)
+  counts = records.record_counts(shards)
   per_epoch = {None: sum(counts), "file": counts[1], "record": len(range(1, counts[0], 2))}[by]
   batch = 32
   epoch_batches = per_epoch // batch

@@ -2,10 +2,9 @@
 
 import os
 import re
-import subprocess
-import sys
 
 import pytest
+from testing_utils import run_command
 
 from electra_tf.data.vocab import SPECIAL_TOKENS, builtin_vocab_path, learn_vocab, load_vocab
 from electra_tf.errors import UserError
@@ -75,9 +74,7 @@ def test_learn_vocab_covers_its_corpus(tmp_path, bert_vocab):
 
 
 def _cli(*args, cwd=REPO):
-  env = dict(os.environ, PYTHONPATH=REPO)
-  return subprocess.run([sys.executable, "-m", "electra_tf.data.vocab", *args], cwd=cwd,
-                        env=env, capture_output=True, text=True, timeout=120)
+  return run_command("learn_vocab", *args, cwd=cwd, timeout=120)
 
 
 def test_vocab_cli_bad_glob_exits_2_with_one_line(tmp_path):

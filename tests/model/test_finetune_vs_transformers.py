@@ -69,8 +69,8 @@ def _transformers_losses(model, batches, learning_rate, warmup):
 def test_squad_train_steps_match_transformers(tmp_path):
   import tensorflow as tf
 
+  from electra_tf.checkpoints import converter
   from electra_tf.config import FinetuneConfig
-  from electra_tf.export import convert
   from electra_tf.model.finetune_models import ElectraSpanQA
   from electra_tf.training.finetuning import make_optimizer
 
@@ -78,7 +78,7 @@ def test_squad_train_steps_match_transformers(tmp_path):
   reference = transformers.BertForQuestionAnswering(
       transformers.BertConfig(initializer_range=0.1, **SHAPE))
   reference.save_pretrained(tmp_path)
-  source = convert.read_source(str(tmp_path))
+  source = converter.read_source(str(tmp_path))
   config = FinetuneConfig(task="squad_v1.1", max_seq_length=SEQ, max_query_length=4,
                           learning_rate=3e-3,
                           layerwise_lr_decay=1.0, adam_bias_correction=True,
@@ -87,7 +87,7 @@ def test_squad_train_steps_match_transformers(tmp_path):
   with tf.device("/cpu:0"):
     model = ElectraSpanQA(dataclasses.replace(source.config.model, dropout_rate=0.0))
     model(batches[0])
-    convert.restore_into(source, discriminator=model.encoder)
+    converter.restore_into(source, discriminator=model.encoder)
     # The same head on both sides (transformers' qa_outputs).
     model.head.start_end.kernel.assign(reference.qa_outputs.weight.detach().numpy().T)
     model.head.start_end.bias.assign(reference.qa_outputs.bias.detach().numpy())

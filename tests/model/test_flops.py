@@ -1,11 +1,11 @@
 """The FLOP count behind MFU, against a calculation done by hand for the small preset."""
 
-import configs
+from electra_tf import presets
 from electra_tf.model import flops
 
 
 def test_small_preset_by_hand():
-  config = configs.get("small")  # H 256, 12 layers, FFN 1024, E 128, V 30522, seq 128
+  config = presets.get("small")  # H 256, 12 layers, FFN 1024, E 128, V 30522, seq 128
   gen = config.generator
   assert (gen.hidden_size, gen.intermediate_size, config.max_predictions_per_seq) == (64, 256, 19)
   # Discriminator: projection 2*128*128*256 = 8,388,608; per block
@@ -22,7 +22,7 @@ def test_small_preset_by_hand():
 
 
 def test_mlm_baseline_has_one_full_size_network():
-  config = configs.get("tiny").replace(objective="mlm")
+  config = presets.get("tiny").replace(objective="mlm")
   L, P = config.max_seq_length, config.max_predictions_per_seq
   expected = 3 * config.batch_size * (flops.encoder_forward_flops(config.model, L)
                                       + flops.generator_head_flops(config.model, P))

@@ -4,32 +4,24 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 
 import numpy as np
-from testing_utils import ROOT
-
-from electra_tf.training.callbacks import KILL_DURING_SAVE_ENV
+from testing_utils import ROOT, command_env, command_line, run_command
 
 
-def pretrain_cmd(*args):
-  return [sys.executable, os.path.join(ROOT, "pretrain.py"), *args]
-
-
-def run_env(**extra):
-  return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", **extra}
-
-
-def run_to_end(args, **env):
-  result = subprocess.run(pretrain_cmd(*args), cwd=ROOT, capture_output=True, text=True,
-                          timeout=400, env=run_env(**env))
-  return result
+def run_to_end(args, kill_during_save: str | None = None, **kwargs):
+  """pretrain.py to its end; with kill_during_save="STEP:SECONDS", SIGKILLed SECONDS after
+  the save of STEP began (tests/training/kill_during_save.py)."""
+  if kill_during_save:
+    return run_command("pretrain_killed_during_save", kill_during_save, *args, timeout=400,
+                       **kwargs)
+  return run_command("pretrain", *args, timeout=400, **kwargs)
 
 
 def run_until_step(args, step: int, sig: int, extra_delay: float):
   """Starts a run, sends `sig` `extra_delay` s after it logs step >= `step`; (rc, output)."""
-  proc = subprocess.Popen(pretrain_cmd(*args), cwd=ROOT, env=run_env(), text=True,
+  proc = subprocess.Popen(command_line("pretrain", *args), cwd=ROOT, env=command_env(), text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
   lines = []
   sent = False
@@ -88,7 +80,7 @@ def kill_and_resume(tmp_path, shards, extra):
   args = common_args(run, shards, *extra)
   # 1. SIGKILL while writing the step-12 checkpoint (a save takes ~0.1 s here).
   delay = rng.uniform(0.0, 0.1)
-  result = run_to_end(args, **{KILL_DURING_SAVE_ENV: f"12:{delay:.3f}"})
+  result = run_to_end(args, kill_during_save=f"12:{delay:.3f}")
   assert result.returncode == -signal.SIGKILL, (context, result.stderr[-2000:])
   # 2. SIGKILL at a random step between checkpoints.
   rc, out = run_until_step(args, rng.randrange(14, 20, 2), signal.SIGKILL, rng.uniform(0, 0.3))

@@ -6,10 +6,9 @@ line, every remaining checkpoint readable.
 
 import os
 import signal
-import subprocess
 
 import numpy as np
-from pretrain_runs import ROOT, checkpoint_values, common_args, pretrain_cmd, run_env, run_to_end
+from pretrain_runs import checkpoint_values, common_args, run_to_end
 
 
 def test_unreadable_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, shards):
@@ -41,7 +40,7 @@ def test_unreadable_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, s
 def test_full_disk_during_a_save_keeps_the_previous_checkpoint(tmp_path, shards):
   import resource
 
-  from electra_tf.training import checkpoints
+  from electra_tf.training import resume
 
   run = tmp_path / "run"
   result = run_to_end(common_args(run, shards, "--num_train_steps=6"))
@@ -52,9 +51,8 @@ def test_full_disk_during_a_save_keeps_the_previous_checkpoint(tmp_path, shards)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_FSIZE, (size // 2, size // 2))
 
-  proc = subprocess.run(pretrain_cmd(*common_args(run, shards, "--num_train_steps=12")),
-                        cwd=ROOT, env=run_env(), capture_output=True, text=True, timeout=400,
-                        preexec_fn=limit_file_size)
+  proc = run_to_end(common_args(run, shards, "--num_train_steps=12"),
+                    preexec_fn=limit_file_size)
   assert proc.returncode == 1, proc.stderr[-3000:]
   assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
   last = proc.stderr.strip().splitlines()[-1]
@@ -62,8 +60,8 @@ def test_full_disk_during_a_save_keeps_the_previous_checkpoint(tmp_path, shards)
   assert "ckpt-6 is intact" in last, last
   names = os.listdir(run / "checkpoints")
   assert not [n for n in names if n.startswith("ckpt-12")], names
-  assert checkpoints.problem(str(run / "checkpoints" / "ckpt-6")) is None
-  assert checkpoints.newest(str(run / "checkpoints")).endswith("ckpt-6")
+  assert resume.problem(str(run / "checkpoints" / "ckpt-6")) is None
+  assert resume.newest(str(run / "checkpoints")).endswith("ckpt-6")
 
 
 def test_divergence_stops_with_the_last_good_checkpoint_or_skips(tmp_path, shards):
@@ -77,9 +75,9 @@ def test_divergence_stops_with_the_last_good_checkpoint_or_skips(tmp_path, shard
   last = result.stderr.strip().splitlines()[-1]
   assert last.startswith("error: training diverged: a non-finite loss or gradient"), last
   assert "--on_nonfinite=skip" in last
-  from electra_tf.training import checkpoints
+  from electra_tf.training import resume
 
-  kept = checkpoints.newest(str(run / "checkpoints"))
+  kept = resume.newest(str(run / "checkpoints"))
   assert kept is not None and kept in last, last
   for name, value in checkpoint_values(kept).items():
     assert np.all(np.isfinite(value)), name

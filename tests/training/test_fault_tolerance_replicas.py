@@ -1,11 +1,10 @@
 """A kill and resume of pretrain.py on two CPU replicas (MirroredStrategy) is bit-exact.
 
 Each replica applies the all-reduced gradients to its own copy of the weights, and a
-checkpoint keeps only the first copy. Grappler once rounded the replicas' weight updates
-differently, so the copies drifted an ulp apart and a resumed run continued from
-other weights than the run it replaced; `--deterministic` now turns those rewrites off
-(`pretraining.keep_replica_copies_equal`). Without that, resumes from steps 6 and 14 were
-measured to differ from the undisturbed run by 1-2 ulp from their first step on.
+checkpoint keeps only the first copy. Grappler can round the replicas' weight updates
+differently, so the copies would drift an ulp apart and a resumed run would continue from
+other weights than the run it replaced; `--deterministic` turns those rewrites off while the
+run trains (`workers.replica_copies_kept_equal`).
 """
 
 import random
@@ -26,10 +25,10 @@ def test_a_killed_two_replica_run_ends_equal_to_the_undisturbed_one(tmp_path, sh
   kill_at = rng.randrange(8, 24, 2)
   rc, out = run_until_step(args, kill_at, signal.SIGKILL, 0.1)
   assert rc == -signal.SIGKILL, out[-2000:]
-  from electra_tf.training import checkpoints
+  from electra_tf.training import resume
 
-  readable = [step for step, prefix in checkpoints.numbered(str(run / "checkpoints"))
-              if checkpoints.problem(prefix) is None]
+  readable = [step for step, prefix in resume.numbered(str(run / "checkpoints"))
+              if resume.problem(prefix) is None]
   result = run_to_end(args)
   assert result.returncode == 0, result.stderr[-3000:]
   assert f"resumed from {run}/checkpoints/ckpt-{readable[0]} at step {readable[0]}" in (

@@ -6,7 +6,8 @@ import pytest
 
 from electra_tf.config import EncoderConfig, FinetuneConfig
 from electra_tf.errors import UserError
-from electra_tf.training.finetuning import RUN_CONFIG, _check_run_config
+from electra_tf.filenames import FINETUNE_RECORD as RUN_CONFIG
+from electra_tf.training.finetuning import _check_run_config
 
 ENC = EncoderConfig(vocab_size=20, hidden_size=16, num_layers=2, num_heads=2,
                     intermediate_size=32, embedding_size=8, max_position_embeddings=32)

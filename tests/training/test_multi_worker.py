@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 import pytest
-from testing_utils import ROOT
+from testing_utils import ROOT, command_env, command_line
 
 
 def _free_ports(n):
@@ -80,13 +80,14 @@ def test_signalled_or_killed_worker_then_restart(tmp_path, data_dir):
   model_dir = tmp_path / "run"
 
   def start(index, tag):
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "TF_CONFIG": json.dumps(
-        {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})}
+    env = command_env(TF_CONFIG=json.dumps(
+        {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}))
     return subprocess.Popen(
-        [sys.executable, os.path.join(ROOT, "pretrain.py"), "--strategy=multi_worker_mirrored",
-         f"--train_data={data_dir}", f"--model_dir={model_dir}", "--num_train_steps=30",
-         "--checkpoint_steps=4", "--steps_per_execution=2", "--log_steps=2", "--batch_size=8",
-         "--deterministic"], cwd=ROOT, env=env, text=True,
+        command_line("pretrain", "--strategy=multi_worker_mirrored",
+                     f"--train_data={data_dir}", f"--model_dir={model_dir}",
+                     "--num_train_steps=30", "--checkpoint_steps=4", "--steps_per_execution=2",
+                     "--log_steps=2", "--batch_size=8", "--deterministic"),
+        cwd=ROOT, env=env, text=True,
         stdout=open(tmp_path / f"w{index}.{tag}.out", "w"), stderr=subprocess.PIPE)
 
   def interrupt(tag, wait_for, sig, victim=1):

@@ -1,0 +1,166 @@
+"""Our own checkpoints: converted folders, pretraining model_dirs, discriminator exports.
+
+All three are object-based TF2 checkpoints. Converted folders and pretraining checkpoints
+share the object paths `model/generator/...` and `model/discriminator/...` (a pretraining
+checkpoint is `Checkpoint(model=ElectraPretrainer, optimizer=...)`), so one restore reads
+both and skips the optimizer. A discriminator export is `Checkpoint(model=discriminator)`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import tensorflow as tf
+
+from electra_tf import atomic
+from electra_tf.checkpoints import names
+from electra_tf.checkpoints.source import Source, find_vocab, pretrain_config
+from electra_tf.checkpoints.tf1 import OBJECT_GRAPH_KEY, READ_ERRORS, checkpoint_error
+from electra_tf.config import ConfigError, EncoderConfig, PretrainConfig
+from electra_tf.errors import UserError, check_field_types
+from electra_tf.filenames import (
+  CHECKPOINT_SUBDIR,
+  CKPT_NAME,
+  CONFIG_NAME,
+  DISCRIMINATOR_SUBDIR,
+  VOCAB_NAME,
+)
+from electra_tf.model import networks
+
+
+def _read_json(file: str) -> dict:
+  try:
+    with open(file, encoding="utf-8") as f:
+      return json.load(f)
+  except (OSError, ValueError) as exc:
+    raise UserError(f"cannot read {file}: {exc}") from exc
+
+
+def _config_from_json(file: str, values: dict) -> tuple[PretrainConfig, bool]:
+  """(config, is_discriminator_export) from one of our config.json files."""
+  try:
+    if "pretrain" in values:
+      pretrain = values["pretrain"]
+      check_field_types(PretrainConfig, pretrain, f"{file} pretrain")
+      for key in ("model", "generator"):
+        if pretrain.get(key) is not None:
+          check_field_types(EncoderConfig, pretrain[key], f"{file} pretrain.{key}")
+      return PretrainConfig.from_dict(pretrain), False
+    check_field_types(EncoderConfig, values["encoder"], f"{file} encoder")
+    return pretrain_config(EncoderConfig.from_dict(values["encoder"])), True
+  except (KeyError, TypeError, ConfigError) as exc:
+    raise UserError(f"{file} is not a valid electra_tf config ({exc})") from exc
+
+
+def is_native_config(values: dict) -> bool:
+  return isinstance(values, dict) and ("pretrain" in values or "encoder" in values)
+
+
+def locate(path: str) -> tuple[str, str, str] | None:
+  """(kind, checkpoint prefix, config.json) of one of our formats at `path`, else None."""
+  config_file = os.path.join(path, CONFIG_NAME)
+  if os.path.isdir(path) and os.path.isfile(config_file):
+    values = _read_json(config_file)
+    if not is_native_config(values):
+      return None
+    if "encoder" in values:
+      return "discriminator_export", os.path.join(path, CKPT_NAME), config_file
+    if os.path.isfile(os.path.join(path, CKPT_NAME + ".index")):
+      return "converted", os.path.join(path, CKPT_NAME), config_file
+    latest = tf.train.latest_checkpoint(os.path.join(path, CHECKPOINT_SUBDIR))
+    if latest:
+      return "model_dir", latest, config_file
+    export = os.path.join(path, DISCRIMINATOR_SUBDIR)
+    if os.path.isfile(os.path.join(export, CONFIG_NAME)):
+      return locate(export)
+    raise UserError(f"{path} is a pretraining model_dir with no checkpoint yet "
+                    f"({CHECKPOINT_SUBDIR}/ is empty)")
+  if os.path.isfile(path + ".index") and _is_object_based(path):
+    # A prefix such as model_dir/checkpoints/ckpt-1000: its config is beside it or one up.
+    here = os.path.dirname(os.path.abspath(path))
+    for directory in (here, os.path.dirname(here)):
+      file = os.path.join(directory, CONFIG_NAME)
+      if os.path.isfile(file) and is_native_config(_read_json(file)):
+        kind = "discriminator_export" if "encoder" in _read_json(file) else "model_dir"
+        return kind, path, file
+    raise UserError(f"{path} is a TF2 checkpoint without an electra_tf config.json beside it "
+                    "or in its parent folder; its sizes are unknown")
+  return None
+
+
+def _is_object_based(prefix: str) -> bool:
+  """TF2 object-based (ours) rather than name-based (the authors' TF1 Saver)."""
+  try:
+    return OBJECT_GRAPH_KEY in dict(tf.train.list_variables(prefix))
+  except READ_ERRORS:
+    return False  # the TF1 reader reports what is wrong with it
+
+
+def _restore(root: tf.train.Checkpoint, prefix: str) -> None:
+  """Restore every variable of `root` from `prefix`, ignoring whatever else it holds."""
+  try:
+    status = root.read(prefix)
+    status.expect_partial()
+    status.assert_existing_objects_matched()
+  except AssertionError as exc:
+    raise UserError(f"{prefix} does not hold all weights of its config.json's model: "
+                    f"{str(exc).splitlines()[0]}") from exc
+  except READ_ERRORS as exc:
+    raise checkpoint_error(prefix, exc) from exc
+
+
+def read_native(path: str, kind: str, prefix: str, config_file: str) -> Source:
+  """Build the networks of the config beside `prefix` and restore them from it."""
+  config, is_export = _config_from_json(config_file, _read_json(config_file))
+  try:
+    keys = [k for k, _ in tf.train.list_variables(prefix) if k != OBJECT_GRAPH_KEY]
+  except READ_ERRORS as exc:
+    raise checkpoint_error(prefix, exc) from exc
+  if is_export and any(k.startswith("model/head/output_bias/") for k in keys):
+    # An MLM-objective run exports its generator (the only encoder it has) for fine-tuning.
+    config = config.replace(objective="mlm")
+    generator, discriminator = networks.Generator(config.model), None
+    generator(networks.dummy_inputs())
+    root = tf.train.Checkpoint(model=generator)
+  elif is_export:
+    generator, discriminator = None, networks.Discriminator(config.model)
+    discriminator(networks.dummy_inputs())
+    root = tf.train.Checkpoint(model=discriminator)
+  else:
+    generator, discriminator = networks.build_networks(config)
+    if not any(k.startswith("model/generator/") for k in keys):
+      generator = None
+    if not any(k.startswith("model/discriminator/") for k in keys):
+      discriminator = None
+    if generator is None and discriminator is None:
+      raise UserError(f"{prefix} holds no model/generator or model/discriminator weights")
+    root = tf.train.Checkpoint(model=tf.train.Checkpoint(
+        **{k: v for k, v in (("generator", generator), ("discriminator", discriminator))
+           if v is not None}))
+  _restore(root, prefix)
+  tensors = names.extract(generator, discriminator)
+  directory = os.path.dirname(os.path.abspath(config_file))
+  vocab = find_vocab(directory, os.path.join(directory, DISCRIMINATOR_SUBDIR))
+  return Source(kind, path, config, has_generator=generator is not None,
+                has_discriminator=discriminator is not None, tensors=tensors,
+                extra=max(0, len(keys) - len(tensors)), vocab_path=vocab,
+                networks=(generator, discriminator))
+
+
+def save_discriminator(discriminator, vocab_path: str | None, out_dir: str) -> str:
+  """Write a discriminator export: `Checkpoint(model=discriminator)`, its encoder config and
+  the vocab, for fine-tuning (an MLM run passes its generator, the only encoder it has).
+
+  The directory is built under a temporary name and renamed, replacing an older export.
+  """
+  def write(tmp: str) -> None:
+    tf.train.Checkpoint(model=discriminator).write(os.path.join(tmp, CKPT_NAME))
+    with open(os.path.join(tmp, CONFIG_NAME), "w", encoding="utf-8") as f:
+      json.dump({"encoder": discriminator.config.to_dict()}, f, indent=2, sort_keys=True)
+    if vocab_path:
+      shutil.copyfile(vocab_path, os.path.join(tmp, VOCAB_NAME))
+
+  atomic.write_dir(out_dir, write)
+  return out_dir

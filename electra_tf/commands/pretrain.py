@@ -1,0 +1,220 @@
+r"""Pretrain ELECTRA (generator + discriminator, replaced-token detection) or the MLM baseline.
+
+With no flags it trains the tiny preset on the built-in corpus (Wikipedia paragraphs of
+SQuAD v1.1 train) with the bert-base-uncased vocab:
+
+  python pretrain.py                    (installed: electra-pretrain)
+  python pretrain.py --model_size=tiny --text_files='corpus/*.txt' --vocab_file=vocab.txt \
+      --model_dir=runs/tiny --num_train_steps=2000
+  python pretrain.py --model_size=small --train_data='data/*.tfrecord' --strategy=mirrored
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from absl import flags, logging
+
+from electra_tf import cli, presets  # stdlib only: --help stays fast
+from electra_tf import config as config_lib
+from electra_tf.config import ConfigError, EncoderConfig, PretrainConfig
+from electra_tf.errors import UserError, check_field_types
+from electra_tf.filenames import DATA_SUBDIR
+
+# Modules that load TensorFlow are imported inside the functions that use them: --help and
+# flag errors answer before TensorFlow starts.
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("model_size", "tiny", "Preset: tiny, small, base or large (configs/), or "
+                    "the path of your own preset file (a copy of one, edited).")
+flags.DEFINE_enum("strategy", "one_device", list(config_lib.STRATEGIES),
+                  "tf.distribute strategy. multi_worker_mirrored reads TF_CONFIG.")
+flags.DEFINE_string("tpu", None, "TPU name or grpc://host:port address for --strategy=tpu.")
+flags.DEFINE_float("tpu_timeout", 60.0, "Seconds to wait for the TPU before failing.")
+flags.DEFINE_integer("cpu_devices", 0,
+                     "Split the host CPU into N logical devices (to run --strategy=mirrored "
+                     "without accelerators).")
+flags.DEFINE_string("text_files", None,
+                    "Glob of raw UTF-8 text (one sentence per line, blank line between "
+                    "documents). Tokenized and packed into TFRecords under model_dir/data.")
+flags.DEFINE_string("train_data", None,
+                    "A data dir from electra-build-data (its manifest is "
+                    "checked), or comma-separated globs of its .tfrecord files.")
+flags.DEFINE_string("vocab_file", None,
+                    "WordPiece vocab. Default: the checkpoint's (with --init_checkpoint) "
+                    "or the bert-base-uncased vocab (requirements-data.txt).")
+flags.DEFINE_bool("lower_case", True, "Lower-case text before WordPiece (for --text_files).")
+flags.DEFINE_string("model_dir", None, "Checkpoints, TensorBoard, config. Default runs/<size>.")
+flags.DEFINE_integer("num_train_steps", None, "Total optimizer steps (preset default).")
+flags.DEFINE_integer("batch_size", None, "Global batch size across all replicas.")
+flags.DEFINE_integer("max_seq_length", None, "Tokens per example.")
+flags.DEFINE_float("learning_rate", None, "Peak learning rate.")
+flags.DEFINE_integer("warmup_steps", None, "Linear warmup steps.")
+flags.DEFINE_enum("optimizer", None, list(config_lib.OPTIMIZERS), "Optimizer (preset default).")
+flags.DEFINE_enum("precision", None, list(config_lib.PRECISIONS),
+                  "Compute precision; logits and losses stay float32.")
+flags.DEFINE_enum("objective", None, list(config_lib.OBJECTIVES),
+                  "electra: replaced-token detection on every token; electra_15: on the "
+                  "masked positions only; replace_mlm: masked-LM on generator samples at the "
+                  "masked positions; all_tokens_mlm: masked-LM on every token with a copy "
+                  "mechanism; mlm: the BERT masked-LM baseline (docs/objectives.md).")
+flags.DEFINE_enum("embedding_sharing", None, list(config_lib.EMBEDDING_SHARING),
+                  "What generator and discriminator share: tied embeddings (the paper's), "
+                  "none, all weights (equal sizes), or gdes (gradient-disentangled).")
+flags.DEFINE_integer("two_stage_steps", None,
+                     "Two-stage training: the generator alone for this many steps, then the "
+                     "discriminator, started from it, with the generator frozen (needs "
+                     "--generator_fraction=1 --embedding_sharing=none).")
+flags.DEFINE_float("generator_fraction", None, "Generator width as a fraction of the "
+                   "discriminator's.")
+flags.DEFINE_float("mask_prob", None, "Fraction of tokens masked.")
+flags.DEFINE_float("disc_weight", None, "Weight of the discriminator loss (50).")
+flags.DEFINE_float("temperature", None, "Generator sampling temperature.")
+flags.DEFINE_integer("seed", None, "Random seed for data order, masking, sampling and dropout.")
+flags.DEFINE_bool("deterministic", None,
+                  "Data order, masking, sampling and dropout depend only on (seed, step) and "
+                  "the input position is restored on resume: a run killed at any point and "
+                  "restarted ends with the weights of an uninterrupted one. Turns on TF op "
+                  "determinism; reads run in order.")
+flags.DEFINE_enum("on_nonfinite", None, list(config_lib.NONFINITE_POLICIES),
+                  "A non-finite loss or gradient is never applied; stop: end the run (exit 1, "
+                  "last good checkpoint kept); skip: drop that step's update and continue.")
+flags.DEFINE_integer("checkpoint_steps", None, "Save a checkpoint every N steps.")
+flags.DEFINE_integer("keep_checkpoints", None, "Checkpoints kept.")
+flags.DEFINE_integer("log_steps", None, "Print and log to TensorBoard every N steps.")
+flags.DEFINE_integer("steps_per_execution", None, "Train steps per tf.function call.")
+flags.DEFINE_bool("jit_compile", False, "Compile the train step with XLA (one device).")
+flags.DEFINE_bool("fused_kernels", True,
+                  "Without --jit_compile, run GELU and dropout in the training step as "
+                  "XLA-fused kernels (dropout masks then come from SplitMix64 instead of "
+                  "Philox). --nofused_kernels: plain ops.")
+flags.DEFINE_string("init_checkpoint", None,
+                    "Start from these weights (released TF1 checkpoint, Hugging Face folder, "
+                    "electra-convert output, or another run's model_dir). Sizes "
+                    "come from the checkpoint; no optimizer slots are needed.")
+flags.DEFINE_string("config_overrides", None,
+                    "JSON object of further config keys, e.g. '{\"model.hidden_size\": 128}'.")
+
+# Flags that map one-to-one onto PretrainConfig fields.
+_CONFIG_FLAGS = ("num_train_steps", "batch_size", "max_seq_length", "learning_rate",
+                 "warmup_steps", "optimizer", "precision", "objective", "embedding_sharing",
+                 "two_stage_steps", "generator_fraction",
+                 "mask_prob", "disc_weight", "temperature", "seed", "deterministic",
+                 "on_nonfinite", "checkpoint_steps",
+                 "keep_checkpoints", "log_steps", "steps_per_execution")
+
+
+def resolve_config():
+
+  config = presets.get(FLAGS.model_size)
+  changes = {name: FLAGS[name].value for name in _CONFIG_FLAGS if FLAGS[name].value is not None}
+  if FLAGS.config_overrides:
+    try:
+      extra = json.loads(FLAGS.config_overrides)
+    except json.JSONDecodeError as exc:
+      raise ConfigError(f"--config_overrides is not valid JSON: {exc}") from exc
+    if not isinstance(extra, dict):
+      raise ConfigError("--config_overrides must be a JSON object")
+
+    # Name the key of a wrongly typed value instead of failing in a comparison later.
+    check_field_types(PretrainConfig, {k: v for k, v in extra.items() if "." not in k},
+                             "--config_overrides")
+    model_keys = {k.split(".", 1)[1]: v for k, v in extra.items() if k.startswith("model.")}
+    check_field_types(EncoderConfig, model_keys, "--config_overrides",
+                             display={k: f"model.{k}" for k in model_keys})
+    changes.update(extra)
+  try:
+    return config.replace(**changes) if changes else config
+  except TypeError as exc:
+    raise ConfigError(f"invalid config value: {exc}") from exc
+
+
+def apply_init_checkpoint(config):
+  """(config with the checkpoint's sizes, the read source) for --init_checkpoint."""
+  from electra_tf.checkpoints import converter
+
+  source = converter.read_source(FLAGS.init_checkpoint)
+  changes = {"model": source.config.model}
+  if source.has_generator:
+    changes["generator"] = source.config.generator
+  return config.replace(**changes), source
+
+
+def resolve_data(config, model_dir: str, is_multi_worker: bool, vocab):
+  """TrainData from --train_data, or from text (--text_files or the built-in corpus)."""
+  from electra_tf.data import builtin, pretraining_data, records
+  from electra_tf.data import manifest as manifest_lib
+  from electra_tf.training.pretraining import TrainData
+
+  if FLAGS.text_files and FLAGS.train_data:
+    raise UserError("give --text_files or --train_data, not both")
+  if FLAGS.train_data:
+    files = records.resolve_files(FLAGS.train_data, vocab, config.max_seq_length)
+    records.check_first_record(files, config.max_seq_length)
+    entries = [e for e in FLAGS.train_data.split(",") if e.strip()]
+    # Example and token counts (for "data pass") come from a single data dir's manifest.
+    manifest = manifest_lib.read_manifest(entries[0], required=False) if len(entries) == 1 \
+        else None
+    if manifest is None:
+      return TrainData(files, vocab)
+    return TrainData(files, vocab, manifest.examples, manifest.tokens)
+  if is_multi_worker:
+    raise UserError("--strategy=multi_worker_mirrored needs --train_data built beforehand "
+                    "(electra-build-data), so that workers do "
+                    "not build the same data at once")
+  text_files = FLAGS.text_files
+  if not text_files:
+    text_files = builtin.builtin_corpus(builtin.default_cache_dir())
+    print(f"no --text_files or --train_data: using the built-in corpus ({len(text_files)} "
+          "files of Wikipedia paragraphs from SQuAD v1.1 train)", flush=True)
+  data_dir = pretraining_data.build_if_needed(
+      text_files, vocab, os.path.join(model_dir, DATA_SUBDIR), config.max_seq_length,
+      lower_case=FLAGS.lower_case, seed=config.seed)
+  manifest = manifest_lib.read_manifest(data_dir)
+  print(f"data: {data_dir} ({manifest.documents:,} documents, {manifest.examples:,} examples, "
+        f"{manifest.tokens:,} tokens)", flush=True)
+  return TrainData(manifest.shard_paths, vocab, manifest.examples, manifest.tokens)
+
+
+def main(argv):
+  del argv
+  logging.set_verbosity(logging.WARNING)  # TF's checkpoint INFO lines drown the progress
+
+  with cli.one_line_errors():
+    config = resolve_config()
+    model_dir = FLAGS.model_dir or os.path.join("runs", presets.run_name(FLAGS.model_size))
+    cli.check_output_dir(model_dir, "--model_dir")
+    from electra_tf.training import pretraining
+    from electra_tf.training import strategy as strategy_lib
+
+    strategy_lib.set_precision(config.precision)
+    strategy = strategy_lib.make_strategy(FLAGS.strategy, tpu=FLAGS.tpu,
+                                          cpu_devices=FLAGS.cpu_devices,
+                                          tpu_timeout=FLAGS.tpu_timeout)
+    source = None
+    if FLAGS.init_checkpoint:
+      config, source = apply_init_checkpoint(config)
+    from electra_tf.data import vocab as vocab_lib
+
+    vocab = vocab_lib.load_vocab(FLAGS.vocab_file or (source and source.vocab_path)
+                                 or vocab_lib.builtin_vocab_path())
+    # Fail on settings before spending minutes building data.
+    pretraining.preflight(config, model_dir, strategy, vocab)
+    data = resolve_data(config, model_dir, FLAGS.strategy == "multi_worker_mirrored", vocab)
+    try:
+      pretraining.run_pretraining(config, data, model_dir, strategy,
+                                  jit_compile=FLAGS.jit_compile, init_source=source,
+                                  fused_kernels=FLAGS.fused_kernels)
+    except pretraining.Preempted as exc:
+      sys.exit(exc.exit_code)  # the checkpoint is saved and the line printed
+
+
+def run():
+  """The console script (and `python pretrain.py` in a checkout)."""
+  cli.run_command(main, __name__)
+
+
+if __name__ == "__main__":
+  run()

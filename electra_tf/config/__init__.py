@@ -1,0 +1,31 @@
+"""Typed, frozen configs for the encoder, pretraining and fine-tuning; derived values live here.
+
+Stdlib only (the commands read it before TensorFlow loads, to keep --help fast).
+"""
+
+from electra_tf.config.encoder_config import (
+  ConfigError,
+  EncoderConfig,
+  default_num_heads,
+  generator_config,
+)
+from electra_tf.config.finetune_config import FINETUNE_TASKS, HEAD_INITIALIZERS, FinetuneConfig
+from electra_tf.config.pretrain_config import (
+  EMBEDDING_SHARING,
+  NONFINITE_POLICIES,
+  OBJECTIVES,
+  OPTIMIZERS,
+  PRECISIONS,
+  RESUME_CRITICAL,
+  STRATEGIES,
+  PretrainConfig,
+  max_predictions,
+  resume_conflicts,
+)
+
+__all__ = [
+    "EMBEDDING_SHARING", "FINETUNE_TASKS", "HEAD_INITIALIZERS", "NONFINITE_POLICIES", "OBJECTIVES", "OPTIMIZERS",
+    "PRECISIONS", "RESUME_CRITICAL", "STRATEGIES", "ConfigError", "EncoderConfig",
+    "FinetuneConfig", "PretrainConfig", "default_num_heads", "generator_config",
+    "max_predictions", "resume_conflicts",
+]

@@ -1,0 +1,89 @@
+"""Versioned SavedModels for TF Serving: which module a checkpoint serves, written atomically."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import uuid
+
+import tensorflow as tf
+
+from electra_tf.checkpoints import converter
+from electra_tf.data.vocab import builtin_vocab_path
+from electra_tf.errors import UserError
+from electra_tf.filenames import BEST_SUBDIR, VOCAB_NAME
+from electra_tf.serving.signatures import (
+  ClassifierServing,
+  PretrainingServing,
+  SquadServing,
+  signatures,
+)
+from electra_tf.serving.warmup import WARMUP_NAME, warmup_inputs, write_warmup
+from electra_tf.training.finetuned import load_finetuned
+
+
+def next_version(export_dir: str) -> int:
+  """One more than the highest integer version directory in `export_dir` (1 if none)."""
+  versions = [int(d) for d in os.listdir(export_dir) if re.fullmatch(r"\d+", d)] \
+      if os.path.isdir(export_dir) else []
+  return max(versions, default=0) + 1
+
+
+def save(module, export_dir: str) -> str:
+  """Writes `module` as `export_dir/<next version>/`, complete or not at all."""
+  os.makedirs(export_dir, exist_ok=True)
+  tmp = os.path.join(export_dir, f".tmp-{uuid.uuid4().hex[:8]}")
+  try:
+    tf.saved_model.save(module, tmp, signatures=signatures(module))
+    os.makedirs(os.path.join(tmp, "assets.extra"))
+    write_warmup(os.path.join(tmp, "assets.extra", WARMUP_NAME), warmup_inputs(module))
+    version = next_version(export_dir)
+    final = os.path.join(export_dir, str(version))
+    os.rename(tmp, final)  # fails rather than replace a version made meanwhile
+    return final
+  finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def serving_module(checkpoint: str, task: str):
+  """The serving module of a fine-tuned model directory (or output_dir), or for
+  task "pretraining" of any checkpoint converter.load reads."""
+  if task == "pretraining":
+    loaded = converter.load(checkpoint)
+    if loaded.discriminator is None:
+      raise UserError(f"{checkpoint} holds no discriminator to export for pretraining")
+    vocab = loaded.vocab_path or builtin_vocab_path()
+    return PretrainingServing(loaded.discriminator, vocab, True, 128)
+  model_dir = os.path.join(checkpoint, BEST_SUBDIR)  # an output_dir holds its best model there
+  if not os.path.isdir(model_dir):
+    model_dir = checkpoint
+  model, record = load_finetuned(model_dir)
+  if task and task != record["task"]:
+    raise UserError(f"{checkpoint} was fine-tuned for {record['task']}, not {task}")
+  path = os.path.join(model_dir, VOCAB_NAME)
+  config = record["finetune"]
+  lower_case = record.get("lower_case", True)
+  if record["task"].startswith("squad"):
+    threshold = (record.get("eval") or {}).get("best_f1_thresh", 0.0)
+    return SquadServing(model, path, lower_case,
+                        {**config, "version_2": record["task"] == "squad_v2.0"}, threshold)
+  return ClassifierServing(model, path, lower_case, config["max_seq_length"],
+                           record["spec"]["label_names"])
+
+
+def export(checkpoint: str, task: str | None, export_dir: str) -> str:
+  """Exports a new version of `checkpoint` to `export_dir`; returns its directory."""
+  return save(serving_module(checkpoint, task), export_dir)
+
+
+def export_finetuned(best_dir: str, export_dir: str) -> str:
+  return export(best_dir, None, export_dir)
+
+
+def describe(path: str) -> str:
+  """A short JSON description of an exported SavedModel's signatures (for the CLI)."""
+  loaded = tf.saved_model.load(path)
+  return json.dumps({name: sorted(fn.structured_outputs)
+                     for name, fn in loaded.signatures.items()}, indent=1)
