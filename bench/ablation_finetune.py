@@ -65,8 +65,8 @@ class TaskSetting:
   epochs: int
 
 
-TASKS = {"movie_reviews": TaskSetting("movie_reviews", 48, 3000, 2),
-         "trec": TaskSetting("trec", 32, 3000, 2)}
+TASKS = {"movie_reviews": TaskSetting("movie_reviews", 48, 2000, 2),
+         "trec": TaskSetting("trec", 32, 2000, 2)}
 QUICK_TASKS = {"movie_reviews": TaskSetting("movie_reviews", 32, 96, 1),
                "trec": TaskSetting("trec", 16, 96, 1)}
 
@@ -140,7 +140,7 @@ def encoder_weights(encoder_config: EncoderConfig, source: str | None,
                     seed: int) -> list[np.ndarray]:
   """An encoder's weights: restored from `source` (any checkpoint the convert command
   reads), or, for None, a random initialisation drawn with `seed`."""
-  from electra_tf.export import convert as converter  # noqa: PLC0415
+  from electra_tf.checkpoints import converter  # noqa: PLC0415
 
   tf_keras.utils.set_random_seed(seed)
   encoder = ElectraEncoder(encoder_config, name="encoder")

@@ -121,9 +121,12 @@ def _assign(source: Source, generator, discriminator, partial: bool) -> RestoreR
   for b in binds:
     if b.group in absent:
       continue  # an encoder-only source (ElectraModel, BERT): the head keeps its init
-    if b.name not in source.tensors:
+    name = b.name
+    if name not in source.tensors and names.own_table_fallback(name) in source.tensors:
+      name = names.own_table_fallback(name)  # a tied source fills a generator's own table
+    if name not in source.tensors:
       raise UserError(f"{source.path} is missing the tensor {source.display(b.name)}")
-    array = source.tensors[b.name]
+    array = source.tensors[name]
     if tuple(array.shape) != b.canonical_shape:
       raise UserError(
           f"tensor {source.display(b.name)} has shape "

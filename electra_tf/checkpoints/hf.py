@@ -235,7 +235,9 @@ def write_hf_folder(directory: str, tensors: dict[str, np.ndarray], encoder: Enc
 
   own = (names.EMBEDDINGS + "/", names.SCOPES[network] + "/", names.HEADS[network] + "/")
   state = {}
-  for name, array in tensors.items():
+  # A generator's own tables (generator/embeddings/...) come after, and replace, the
+  # shared ones.
+  for name, array in sorted(tensors.items(), key=lambda item: item[0].startswith("generator/")):
     if name.startswith(own):
       hf_name, transpose = names.canonical_to_hf(name)
       state[hf_name] = np.ascontiguousarray(array.T if transpose else array)

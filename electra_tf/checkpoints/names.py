@@ -95,12 +95,55 @@ def encoder_bindings(encoder, network: str) -> list[Binding]:
   return out
 
 
+class FoldedTable:
+  """The word table of a discriminator under gradient-disentangled sharing, as one tensor.
+
+  Reads give shared + delta (what a standalone discriminator uses); an assignment keeps
+  the shared table and sets delta = value - shared, so it must follow the generator's own
+  table in a restore (`bindings` puts it last).
+  """
+
+  def __init__(self, embeddings):
+    self.embeddings = embeddings
+    self.shape = embeddings.word_embeddings_delta.shape
+
+  def numpy(self) -> np.ndarray:
+    return self.embeddings.folded_word_embeddings().numpy()
+
+  def ref(self):
+    return self.embeddings.word_embeddings_delta.ref()
+
+  def assign(self, value) -> None:
+    delta = self.embeddings.word_embeddings_delta
+    delta.assign(value - self.embeddings.shared.word_embeddings.read_value())
+
+
+GENERATOR_EMBEDDINGS = "generator/embeddings"
+
+
+def own_table_fallback(name: str) -> str | None:
+  """A generator's own embedding table falls back to the shared one of a tied source."""
+  if name.startswith(GENERATOR_EMBEDDINGS + "/"):
+    return EMBEDDINGS + name[len(GENERATOR_EMBEDDINGS):]
+  return None
+
+
+def _is_mlm_head(head) -> bool:
+  return hasattr(head, "output_bias")
+
+
 def network_bindings(model, network: str) -> list[Binding]:
-  """Bindings of a Generator or Discriminator, or of a bare ElectraEncoder (no head)."""
+  """Bindings of a Generator or Discriminator, or of a bare ElectraEncoder (no head).
+
+  A discriminator-role network with a masked-LM head (the replace_mlm and all_tokens_mlm
+  objectives) binds its encoder only: the TF1 and Hugging Face layouts have no such head.
+  """
   encoder = getattr(model, "encoder", model)
   out = encoder_bindings(encoder, network)
+  if hasattr(encoder.embeddings, "word_embeddings_delta"):  # GDESEmbeddings
+    out[0] = Binding(out[0].name, FoldedTable(encoder.embeddings), SAME, out[0].group)
   head = getattr(model, "head", None)
-  if head is None:
+  if head is None or (network == "discriminator" and _is_mlm_head(head)):
     return out
   group, scope = f"{network}_head", HEADS[network]
   if network == "discriminator":
@@ -112,16 +155,27 @@ def network_bindings(model, network: str) -> list[Binding]:
 
 
 def bindings(generator=None, discriminator=None) -> list[Binding]:
-  """Bindings of both networks, each shared variable once (the embeddings)."""
+  """Bindings of both networks, each shared variable once (the embeddings).
+
+  Shared embeddings take the discriminator's names (`electra/embeddings/...`); a
+  generator's own tables (no sharing, or its word table under gdes) take
+  `generator/embeddings/...`, as in the authors' untied checkpoints.
+  """
   out, seen = [], set()
   for model, network in ((discriminator, "discriminator"), (generator, "generator")):
     if model is None:
       continue
     for binding in network_bindings(model, network):
-      if binding.variable.ref() not in seen:
-        seen.add(binding.variable.ref())
-        out.append(binding)
-  return out
+      if binding.variable.ref() in seen:
+        continue
+      seen.add(binding.variable.ref())
+      if (network == "generator" and discriminator is not None
+          and binding.name.startswith(EMBEDDINGS + "/")):
+        binding = dataclasses.replace(
+            binding, name=GENERATOR_EMBEDDINGS + binding.name[len(EMBEDDINGS):])
+      out.append(binding)
+  folded = [b for b in out if isinstance(b.variable, FoldedTable)]
+  return [b for b in out if not isinstance(b.variable, FoldedTable)] + folded
 
 
 def extract(generator=None, discriminator=None) -> dict[str, np.ndarray]:
@@ -206,7 +260,7 @@ def canonical_to_hf(name: str) -> tuple[str, bool]:
 _LAYER_TENSORS = (r"(attention/self/(query|key|value)|attention/output/dense|intermediate/dense"
                   r"|output/dense)/(kernel|bias)|(attention/output|output)/LayerNorm/(gamma|beta)")
 _CANONICAL = re.compile(
-    r"^(electra/embeddings/(word_embeddings|position_embeddings|token_type_embeddings"
+    r"^((electra|generator)/embeddings/(word_embeddings|position_embeddings|token_type_embeddings"
     r"|LayerNorm/(gamma|beta))"
     r"|(electra|generator)/embeddings_project/(kernel|bias)"
     rf"|(electra|generator)/encoder/layer_\d+/({_LAYER_TENSORS})"
