@@ -31,8 +31,10 @@ class FinetuneModel(tf_keras.Model):
   `per_example_loss(outputs, features)` -> [B] float32.
   """
 
-  def __init__(self, encoder_config: EncoderConfig, clip_norm: float = 1.0, **kwargs):
+  def __init__(self, encoder_config: EncoderConfig | dict, clip_norm: float = 1.0, **kwargs):
     super().__init__(**kwargs)
+    if isinstance(encoder_config, dict):  # from get_config
+      encoder_config = EncoderConfig.from_dict(encoder_config)
     self.encoder_config = encoder_config
     self.clip_norm = clip_norm
     self.encoder = ElectraEncoder(encoder_config, name="encoder")
@@ -85,6 +87,8 @@ class ElectraClassifier(FinetuneModel):
     encoder_config: the discriminator's sizes.
     num_labels: classes; 1 means regression (mean squared error).
     dropout_rate: before the output layer.
+    clip_norm: global gradient-norm clip of the train step.
+    head_initializer: the output layer's kernel initializer (see `task_heads.head_initializer`).
 
   Call args:
     features: dict of int32 [B, L] `input_ids`, `input_mask`, `segment_ids`.
@@ -94,13 +98,17 @@ class ElectraClassifier(FinetuneModel):
     (softmax), or "predictions" [B] for regression.
   """
 
-  def __init__(self, encoder_config: EncoderConfig, num_labels: int, dropout_rate: float = 0.1,
-               clip_norm: float = 1.0, head_initializer: str = "truncated_normal", **kwargs):
+  def __init__(self, encoder_config: EncoderConfig | dict, num_labels: int,
+               dropout_rate: float = 0.1, clip_norm: float = 1.0,
+               head_initializer: str = "truncated_normal", **kwargs):
     kwargs.setdefault("name", "classifier")
     super().__init__(encoder_config, clip_norm, **kwargs)
     self.num_labels = num_labels
-    self.head = ClassificationHead(num_labels, dropout_rate, encoder_config.initializer_range,
-                                   head_initializer, name="classifier_head")
+    self.dropout_rate = dropout_rate
+    self.head_initializer = head_initializer
+    self.head = ClassificationHead(num_labels, dropout_rate,
+                                   self.encoder_config.initializer_range, head_initializer,
+                                   name="classifier_head")
     self.accuracy = None if num_labels == 1 else tf_keras.metrics.Mean("accuracy")
 
   @property
@@ -128,7 +136,8 @@ class ElectraClassifier(FinetuneModel):
 
   def get_config(self):
     return {"encoder_config": self.encoder_config.to_dict(), "num_labels": self.num_labels,
-            "name": self.name}
+            "dropout_rate": self.dropout_rate, "clip_norm": self.clip_norm,
+            "head_initializer": self.head_initializer, "name": self.name}
 
 
 class ElectraSpanQA(FinetuneModel):
@@ -139,6 +148,8 @@ class ElectraSpanQA(FinetuneModel):
     joint_end: the authors' start-conditioned end head.
     answerable: the SQuAD 2.0 answerability classifier, with loss weight `answerable_weight`.
     beam_size: starts kept by the joint end head in inference.
+    clip_norm: global gradient-norm clip of the train step.
+    head_initializer: the head's kernel initializer (see `task_heads.head_initializer`).
 
   Call args:
     features: dict of int32 [B, L] `input_ids`, `input_mask`, `segment_ids`, and in training
@@ -149,7 +160,7 @@ class ElectraSpanQA(FinetuneModel):
     "start_top_index" [B, K]), and "impossible_logit" [B] when answerable.
   """
 
-  def __init__(self, encoder_config: EncoderConfig, joint_end: bool = False,
+  def __init__(self, encoder_config: EncoderConfig | dict, joint_end: bool = False,
                answerable: bool = False, answerable_weight: float = 0.5, beam_size: int = 20,
                clip_norm: float = 1.0, head_initializer: str = "truncated_normal", **kwargs):
     kwargs.setdefault("name", "span_qa")
@@ -158,8 +169,9 @@ class ElectraSpanQA(FinetuneModel):
     self.answerable = answerable
     self.answerable_weight = answerable_weight
     self.beam_size = beam_size
+    self.head_initializer = head_initializer
     self.head = SpanHead(joint_end, answerable, beam_size,
-                         initializer_range=encoder_config.initializer_range,
+                         initializer_range=self.encoder_config.initializer_range,
                          initializer=head_initializer, name="qa_head")
     self.start_accuracy = tf_keras.metrics.Mean("start_accuracy")
 
@@ -198,7 +210,8 @@ class ElectraSpanQA(FinetuneModel):
   def get_config(self):
     return {"encoder_config": self.encoder_config.to_dict(), "joint_end": self.joint_end,
             "answerable": self.answerable, "answerable_weight": self.answerable_weight,
-            "beam_size": self.beam_size, "name": self.name}
+            "beam_size": self.beam_size, "clip_norm": self.clip_norm,
+            "head_initializer": self.head_initializer, "name": self.name}
 
 
 def build_finetune_model(model: FinetuneModel, seq_len: int = 8) -> FinetuneModel:

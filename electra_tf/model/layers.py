@@ -16,6 +16,7 @@ def truncated_normal(stddev: float) -> tf_keras.initializers.Initializer:
   return tf_keras.initializers.TruncatedNormal(stddev=stddev)
 
 
+@tf_keras.saving.register_keras_serializable(package="electra_tf")
 def exact_gelu(x: tf.Tensor) -> tf.Tensor:
   """GELU with the erf form, as in BERT and ELECTRA (not the tanh approximation).
 
@@ -139,6 +140,7 @@ class ElectraEmbeddings(tf_keras.layers.Layer):
     self.token_type_embeddings = self.add_weight(
         "token_type_embeddings", shape=[self.type_vocab_size, self.embedding_size],
         initializer=truncated_normal(self.initializer_range))
+    self.layer_norm.build([None, None, self.embedding_size])
     super().build(input_shape)
 
   def call(self, input_ids: tf.Tensor, segment_ids: tf.Tensor, training=None) -> tf.Tensor:
@@ -190,6 +192,8 @@ class GDESEmbeddings(tf_keras.layers.Layer):
     self.embedding_size = shared.embedding_size
 
   def build(self, input_shape):
+    if not self.shared.built:
+      self.shared.build(input_shape)
     self.word_embeddings_delta = self.add_weight(
         "word_embeddings_delta", shape=[self.vocab_size, self.embedding_size],
         initializer="zeros")
@@ -220,6 +224,17 @@ class GDESEmbeddings(tf_keras.layers.Layer):
   @property
   def layer_norm(self):
     return self.shared.layer_norm
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(shared=tf_keras.layers.serialize(self.shared))
+    return config
+
+  @classmethod
+  def from_config(cls, config):
+    config = dict(config)
+    config["shared"] = ElectraEmbeddings.from_config(config["shared"]["config"])
+    return cls(**config)
 
 
 class _SeededAttention(tf_keras.layers.MultiHeadAttention):
@@ -268,6 +283,14 @@ class ElectraTransformerBlock(nlp_layers.TransformerEncoderBlock):
     # Unbuilt too: the same LayerNorms with the written-out gradient.
     self._attention_layer_norm = LayerNorm.from_config(self._attention_layer_norm.get_config())
     self._output_layer_norm = LayerNorm.from_config(self._output_layer_norm.get_config())
+
+  def get_config(self):
+    config = super().get_config()
+    # Model Garden keeps the activation as given; a function goes in by its registered name.
+    if callable(config["inner_activation"]):
+      config["inner_activation"] = tf_keras.saving.get_registered_name(
+          config["inner_activation"])
+    return config
 
 
 def transformer_block(hidden_size: int, num_heads: int, intermediate_size: int,
