@@ -49,6 +49,8 @@ class GeneratorHead(tf_keras.layers.Layer):
         epsilon=layer_norm_eps, dtype=tf.float32, name="layer_norm")
 
   def build(self, input_shape):
+    if not self.embeddings.built:  # the head reads the word table before the encoder runs
+      self.embeddings.build(None)
     self.output_bias = self.add_weight(
         "output_bias", shape=[self.embeddings.vocab_size], initializer="zeros",
         experimental_autocast=False)  # added to float32 logits
@@ -66,8 +68,16 @@ class GeneratorHead(tf_keras.layers.Layer):
 
   def get_config(self):
     config = super().get_config()
-    config.update(initializer_range=self.initializer_range, layer_norm_eps=self.layer_norm_eps)
+    config.update(embeddings=tf_keras.layers.serialize(self.embeddings),
+                  initializer_range=self.initializer_range, layer_norm_eps=self.layer_norm_eps)
     return config
+
+  @classmethod
+  def from_config(cls, config):
+    """A head over a new ElectraEmbeddings of the same config (sharing is not serialized)."""
+    config = dict(config)
+    config["embeddings"] = ElectraEmbeddings.from_config(config["embeddings"]["config"])
+    return cls(**config)
 
 
 class DiscriminatorHead(tf_keras.layers.Layer):
