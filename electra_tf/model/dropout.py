@@ -53,7 +53,7 @@ def keep_mask(shape: tf.Tensor, rate: float, seed: tf.Tensor) -> tf.Tensor:
 
   Each element gets 16 random bits: full-range int32 stateless bits for half as many
   elements, each word split into two int16 halves. That is half the random-number work of
-  one 32-bit draw per element (the largest non-matmul cost of a training step on CPU), and
+  one 32-bit draw per element (a large non-matmul cost of a training step on CPU), and
   comparing raw bits against an integer threshold skips the int -> float conversion of a
   uniform draw. The drop probability is rate rounded to a multiple of 2**-16 (0.1 becomes
   0.100006).
@@ -66,12 +66,15 @@ def keep_mask(shape: tf.Tensor, rate: float, seed: tf.Tensor) -> tf.Tensor:
   halves = tf.reshape(tf.bitcast(words, tf.int16), [-1])
   if static is None or size % 2:
     halves = halves[:size]
-  threshold = round(drop_probability(rate) * 2**16) - 2**15  # P(halves >= threshold) = 1 - p
+  threshold = round(drop_probability_16bit(rate) * 2**16) - 2**15  # P(halves >= threshold) = 1 - p
   return tf.reshape(halves >= threshold, shape)
 
 
-def drop_probability(rate: float) -> float:
-  """The drop probability `keep_mask` realises for `rate`."""
+def drop_probability_16bit(rate: float) -> float:
+  """The drop probability `keep_mask` realises for `rate`: rate rounded to 2**-16.
+
+  Not `fused.drop_probability_32bit`, the fused kernel's (rate rounded to 2**-32).
+  """
   return round(rate * 2**16) / 2**16
 
 
@@ -94,7 +97,7 @@ class SeededDropout(tf_keras.layers.Layer):
     super().__init__(**kwargs)
     if not 0.0 <= rate < 1.0:
       raise ValueError(f"dropout rate must be in [0, 1), got {rate}")
-    if drop_probability(rate) == 1.0:
+    if drop_probability_16bit(rate) == 1.0:
       raise ValueError(f"dropout rate {rate} rounds to 1 at 16-bit resolution; use at most "
                        f"{1 - 2**-16:.6f}")
     self.rate = float(rate)
@@ -129,12 +132,13 @@ class SeededDropout(tf_keras.layers.Layer):
     Within `step_seed`, drawn from `_seed()`; elsewhere from TensorFlow's stateful random ops.
     """
     if _STEP_SEED.get() is None:
-      keep = tf.random.uniform(shape) >= drop_probability(self.rate)
+      keep = tf.random.uniform(shape) >= drop_probability_16bit(self.rate)
     else:
       keep = keep_mask(shape, self.rate, self._seed())
     # The scale uses the realised drop probability, so E[output] = inputs exactly. A cast
-    # and a scalar multiply are about 3x faster on CPU than a select with broadcast scalars.
-    return tf.cast(keep, dtype) * tf.constant(1.0 / (1.0 - drop_probability(self.rate)), dtype)
+    # and a scalar multiply: cheaper on CPU than a select with broadcast scalars.
+    scale = 1.0 / (1.0 - drop_probability_16bit(self.rate))
+    return tf.cast(keep, dtype) * tf.constant(scale, dtype)
 
   def get_config(self):
     config = super().get_config()

@@ -2,15 +2,14 @@
 
 On CPU (and GPU) without `--jit_compile`, TensorFlow runs each elementwise op as its own
 pass through memory. Two parts of the step are many such passes and gain most from being
-one XLA-compiled function each (small bfloat16 pretraining step, this 2-core CPU; the
-step-level figures come from `python bench/step_ab.py`, README "What was cut"):
+one XLA-compiled function each (what each is worth: docs/benchmarks.md, measured with
+`python bench/step_ab.py`; the design: docs/design.md, "Performance"):
 
 - GELU: about fifteen ops over the feed-forward activations ([tokens, 4H]) forward and
-  backward, with a slow erfc kernel. Fused, [4096, 1024] takes 3.6 ms instead of 12.9.
+  backward, with a slow erfc kernel.
 - Dropout: Philox random bits, a compare, a cast and two multiplies. Fused, the keep mask
   comes from a counter-based hash computed inside the kernel, forward and again in the
-  backward (no mask is stored): [32, 4, 128, 128] forward and backward take 1.8 ms
-  instead of 4.9.
+  backward (no mask is stored).
 
 The kernels are used only inside `enabled(True)`, which the pretrainer enters while it
 traces a training forward pass (see `ElectraPretrainer.forward`). Everything else (eval,
@@ -57,7 +56,7 @@ def available() -> bool:
 
 # Arithmetic in float32 whatever the input dtype, rounded once to it on the way out. The
 # erf form 0.5 * (1 + erf(x / sqrt 2)) is PyTorch's and tf.nn.gelu's float32 arithmetic
-# to within 1e-6; XLA's erf is a fast polynomial (its erfc is about 25% slower).
+# to within 1e-6; XLA's erf is a fast polynomial (its erfc is slower).
 @tf.function(jit_compile=True, autograph=False)
 def _gelu_forward(x):
   z = tf.cast(x, tf.float32)
@@ -109,8 +108,11 @@ def drop_threshold(rate: float) -> int:
   return round(rate * 2**32)
 
 
-def drop_probability(rate: float) -> float:
-  """The drop probability the fused dropout realises for `rate`."""
+def drop_probability_32bit(rate: float) -> float:
+  """The drop probability the fused dropout realises for `rate`: rate rounded to 2**-32.
+
+  Not `dropout.drop_probability_16bit`, the unfused path's (rate rounded to 2**-16).
+  """
   return drop_threshold(rate) / 2**32
 
 
@@ -143,7 +145,7 @@ def dropout(x: tf.Tensor, rate: float, seed: tf.Tensor) -> tf.Tensor:
   The gradient applies the same mask to the upstream gradient, recomputed from the seed.
   """
   threshold = drop_threshold(rate)
-  scale = 1.0 / (1.0 - drop_probability(rate))
+  scale = 1.0 / (1.0 - drop_probability_32bit(rate))
 
   @tf.custom_gradient
   def apply(x):

@@ -19,7 +19,7 @@ def test_keep_fraction_and_scale(rate):
   # An odd element count exercises the half word left over at the end.
   x = tf.ones([257, 511])
   y = _seeded(dropout.SeededDropout(rate, name="d"), x, step=3).numpy()
-  p = dropout.drop_probability(rate)
+  p = dropout.drop_probability_16bit(rate)
   kept = y != 0
   n = y.size
   sd = np.sqrt(n * p * (1 - p))
@@ -29,9 +29,12 @@ def test_keep_fraction_and_scale(rate):
   assert 0 < kept[-1].sum() < 511
 
 
-def test_drop_probability_resolution():
-  assert dropout.drop_probability(0.1) == 6554 / 65536
-  assert abs(dropout.drop_probability(0.1) - 0.1) < 1e-5
+def test_drop_probability_resolutions():
+  assert dropout.drop_probability_16bit(0.1) == 6554 / 65536
+  assert abs(dropout.drop_probability_16bit(0.1) - 0.1) < 1e-5
+  # The fused kernel compares 32 bits: its rate is resolved 65536 times finer.
+  assert fused.drop_probability_32bit(0.1) == 429496730 / 2**32
+  assert fused.drop_probability_32bit(0.1) != dropout.drop_probability_16bit(0.1)
   with pytest.raises(ValueError, match="rounds to 1"):
     dropout.SeededDropout(1 - 2**-18)
 
@@ -87,7 +90,7 @@ def test_gradient_is_the_same_scaled_mask(dtype):
     loss = tf.reduce_sum(weights * y)
   grad = tape.gradient(loss, x)
   np_dtype = dtype.as_numpy_dtype
-  scale = np.asarray(1.0 / (1.0 - dropout.drop_probability(0.25))).astype(np_dtype)
+  scale = np.asarray(1.0 / (1.0 - dropout.drop_probability_16bit(0.25))).astype(np_dtype)
   mask = np.where(y.numpy() != 0, scale, np.zeros((), np_dtype)).astype(np_dtype)
   # Forward: kept elements are the input times the scale in the layer's dtype (x != 0
   # almost surely); backward: the upstream gradient times the same mask.
@@ -125,7 +128,7 @@ def test_fused_dropout_matches_numpy_and_its_gradient_reuses_the_mask(dtype):
     loss = tf.reduce_sum(tf.cast(weights * y, tf.float32))
   grad = tape.gradient(loss, x)
   keep = _numpy_keep(x.shape.num_elements(), 0.3, seed.numpy()).reshape(37, 91)
-  scale = 1.0 / (1.0 - fused.drop_probability(0.3))
+  scale = 1.0 / (1.0 - fused.drop_probability_32bit(0.3))
 
   def expected(v):  # scaled in float32, rounded once to the dtype
     scaled = tf.cast(tf.cast(v, tf.float32) * scale, dtype).numpy()
@@ -143,7 +146,7 @@ def _fused(layer, x, step):
 @pytest.mark.parametrize("rate", [0.1, 0.5])
 def test_fused_keep_fraction_and_scale(rate):
   y = _fused(dropout.SeededDropout(rate, name="d"), tf.ones([257, 511]), step=3).numpy()
-  p = fused.drop_probability(rate)
+  p = fused.drop_probability_32bit(rate)
   kept = y != 0
   sd = np.sqrt(y.size * p * (1 - p))
   assert abs((y.size - kept.sum()) - y.size * p) < 5 * sd
