@@ -35,8 +35,7 @@ def _gelu_ops(x: tf.Tensor):
   """exact_gelu as TensorFlow ops, its gradient Phi(x) + x * phi(x) from the saved Phi(x).
 
   Fewer elementwise passes over the FFN's [tokens, 4H] activations than differentiating
-  tf.nn.gelu op by op (1.5% of the small bfloat16 pretraining step on CPU, README "What
-  was cut").
+  tf.nn.gelu op by op (docs/design.md, "Performance").
   """
   z = tf.cast(x, tf.float32)
   cdf = 0.5 * tf.math.erfc(z * -fused.SQRT_HALF)
@@ -77,7 +76,7 @@ class LayerNorm(tf_keras.layers.LayerNormalization):
 
   Differentiating Keras' moments + batch_normalization op by op takes more elementwise
   passes than the closed form d_x = rstd * (g - mean(g) - x_hat * mean(g * x_hat)) with
-  g = upstream * gamma (about 3% of the small bfloat16 pretraining step on CPU). Only the
+  g = upstream * gamma (docs/design.md, "Performance"). Only the
   last-axis, centred and scaled float32 case is taken over; anything else is Keras' own.
   """
 
@@ -242,9 +241,9 @@ class _SeededAttention(tf_keras.layers.MultiHeadAttention):
 
   The scores and the context are batched matmuls over heads-major [B, N, T, H] copies of
   the projections rather than Keras's einsums on [B, T, N, H]: the same products, which
-  oneDNN runs faster in this layout, transposes included (small, bfloat16: the attention
-  layer's forward and backward 41 -> 35 ms, the whole step 6% faster;
-  `python bench/step_ab.py --variants=ours,keras_attention`). Same variables and outputs.
+  oneDNN runs faster in this layout, transposes included (measured by
+  `python bench/step_ab.py --variants=ours,keras_attention`; docs/benchmarks.md). Same
+  variables and outputs.
   """
 
   def _build_attention(self, rank):

@@ -167,11 +167,10 @@ def sparse_cross_entropy(logits: tf.Tensor, labels: tf.Tensor):
   """-log softmax(logits)[label] along the last axis, as tf.nn.sparse_softmax_cross_entropy.
 
   The same values and gradient (softmax - one_hot(label)), written out because TF's CPU
-  kernel is slower at generator size: [640, 30522] forward and backward take 84 ms with
-  it and 46 ms with this; the small step is 1.3% faster
-  (`python bench/step_ab.py --variants=ours,tf_cross_entropy`). The gradient reuses the
-  forward pass's exponentials and writes the -1 at each label with one scatter, so no
-  [..., V] one-hot is built. Labels must be in [0, V).
+  kernel is slower at generator size (measured by
+  `python bench/step_ab.py --variants=ours,tf_cross_entropy`; docs/benchmarks.md). The
+  gradient reuses the forward pass's exponentials and writes the -1 at each label with one
+  scatter, so no [..., V] one-hot is built. Labels must be in [0, V).
 
   Args:
     logits: float [..., V].

@@ -97,7 +97,7 @@ def make_strategy(name: str = "one_device", tpu: str | None = None, cpu_devices:
     # Collectives must be configured before anything initialises the TF context.
     if "TF_CONFIG" not in os.environ:
       raise UserError("--strategy=multi_worker_mirrored needs TF_CONFIG describing the cluster "
-                      "(see README, 'Strategies')")
+                      "(see docs/pretraining.md, 'Strategies')")
     try:
       json.loads(os.environ["TF_CONFIG"])
     except json.JSONDecodeError as exc:

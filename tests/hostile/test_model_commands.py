@@ -3,7 +3,8 @@
 Each refused input must give exit code 2, no traceback, a last stderr line `error: ...` that
 names the problem, and leave no output or temporary directory behind. Inputs that are valid
 but unusual (mixed scripts and emoji, a 10 MB line, whitespace-only lines) must work.
-Inputs already covered elsewhere are cited in the README table, not repeated here.
+Inputs already covered by other tests are listed in docs/errors.md ("How these are
+checked"), not repeated here.
 """
 
 import json
