@@ -1,6 +1,7 @@
 """The names of what the commands write to disk, each defined once.
 
-A pretraining model_dir:        config.json, checkpoints/ckpt-<step>.*, discriminator/, train/
+A pretraining model_dir:        config.json, checkpoints/ckpt-<step>.*, discriminator/, train/,
+                                eval/, data/ and eval_data/ (when built from text)
 A discriminator export:         config.json ({"encoder": ...}), ckpt.*, vocab.txt
 A converted checkpoint folder:  config.json ({"pretrain": ...}), ckpt.*, vocab.txt
 A fine-tuning output_dir:       finetune.json, checkpoints/, best/, eval_results.json, train/, eval/
@@ -19,6 +20,7 @@ DISCRIMINATOR_SUBDIR = "discriminator"  # the encoder a pretraining run exports 
 TRAIN_LOGS = "train"  # TensorBoard scalars of training
 EVAL_LOGS = "eval"  # TensorBoard scalars of evaluation
 DATA_SUBDIR = "data"  # pretraining data built from --text_files inside model_dir
+EVAL_DATA_SUBDIR = "eval_data"  # held-out data built from the built-in corpus's dev articles
 FINETUNE_RECORD = "finetune.json"  # task, encoder and fine-tuning configs of a run
 BEST_SUBDIR = "best"  # the best epoch's fine-tuned model
 RESULTS_NAME = "eval_results.json"  # every epoch's scores and the best

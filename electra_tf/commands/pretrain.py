@@ -21,7 +21,7 @@ from electra_tf import cli, presets  # stdlib only: --help stays fast
 from electra_tf import config as config_lib
 from electra_tf.config import ConfigError, EncoderConfig, PretrainConfig
 from electra_tf.errors import UserError, check_field_types
-from electra_tf.filenames import DATA_SUBDIR
+from electra_tf.filenames import DATA_SUBDIR, DISCRIMINATOR_SUBDIR, EVAL_DATA_SUBDIR
 
 # Modules that load TensorFlow are imported inside the functions that use them: --help and
 # flag errors answer before TensorFlow starts.
@@ -94,6 +94,17 @@ flags.DEFINE_string("init_checkpoint", None,
                     "Start from these weights (released TF1 checkpoint, Hugging Face folder, "
                     "electra-convert output, or another run's model_dir). Sizes "
                     "come from the checkpoint; no optimizer slots are needed.")
+flags.DEFINE_string("eval_data", None,
+                    "Held-out data (a data dir or globs, built like --train_data) evaluated "
+                    "every --eval_every steps and at the end: generator MLM loss and "
+                    "accuracy, discriminator loss, accuracy and AUC, on the same batches, "
+                    "masks and draws each time (TensorBoard: model_dir/eval). Default with "
+                    "the built-in corpus: its held-out articles (SQuAD v1.1 dev contexts).")
+flags.DEFINE_integer("eval_every", None, "Steps between held-out evaluations (0: at the end "
+                     "only). Default: checkpoint_steps.")
+flags.DEFINE_integer("eval_batches", 50, "Global batches per held-out evaluation.")
+flags.DEFINE_bool("eval_only", False, "Evaluate model_dir's newest checkpoint on the held-out "
+                  "data once, print the figures and exit (no training).")
 flags.DEFINE_string("config_overrides", None,
                     "JSON object of further config keys, e.g. '{\"model.hidden_size\": 128}'.")
 
@@ -202,13 +213,62 @@ def main(argv):
                                  or vocab_lib.builtin_vocab_path())
     # Fail on settings before spending minutes building data.
     pretraining.preflight(config, model_dir, strategy, vocab)
+    held_out = resolve_held_out(config, model_dir, vocab)
+    if FLAGS.eval_only:
+      from electra_tf.training import evaluation
+
+      model = pretraining.build_model(config, strategy, fused_kernels=FLAGS.fused_kernels)
+      evaluation.evaluate_saved_run(model, model_dir, held_out, strategy)
+      return
     data = resolve_data(config, model_dir, FLAGS.strategy == "multi_worker_mirrored", vocab)
     try:
-      pretraining.run_pretraining(config, data, model_dir, strategy,
-                                  jit_compile=FLAGS.jit_compile, init_source=source,
-                                  fused_kernels=FLAGS.fused_kernels)
+      result = pretraining.run_pretraining(config, data, model_dir, strategy,
+                                           jit_compile=FLAGS.jit_compile, init_source=source,
+                                           fused_kernels=FLAGS.fused_kernels,
+                                           held_out=held_out)
     except pretraining.Preempted as exc:
       sys.exit(exc.exit_code)  # the checkpoint is saved and the line printed
+    print_summary(model_dir, result)
+
+
+def resolve_held_out(config, model_dir: str, vocab):
+  """The held-out data: --eval_data, or the built-in corpus's held-out articles."""
+  from electra_tf.data import builtin, pretraining_data, records
+  from electra_tf.data import manifest as manifest_lib
+  from electra_tf.errors import UserError
+  from electra_tf.training.evaluation import HeldOut
+
+  every = config.checkpoint_steps if FLAGS.eval_every is None else FLAGS.eval_every
+  if FLAGS.eval_data:
+    files = records.resolve_files(FLAGS.eval_data, vocab, config.max_seq_length)
+    records.check_first_record(files, config.max_seq_length)
+  elif not (FLAGS.text_files or FLAGS.train_data):
+    text = builtin.builtin_corpus(builtin.default_cache_dir(), split="dev")
+    data_dir = pretraining_data.build_if_needed(
+        text, vocab, os.path.join(model_dir, EVAL_DATA_SUBDIR), config.max_seq_length,
+        lower_case=FLAGS.lower_case, seed=config.seed, show_progress=False)
+    files = manifest_lib.read_manifest(data_dir).shard_paths
+  elif FLAGS.eval_only:
+    raise UserError("--eval_only needs --eval_data (held-out data built with this vocab)")
+  else:
+    return None
+  return HeldOut(files, vocab, every, FLAGS.eval_batches or None)
+
+
+def print_summary(model_dir: str, result) -> None:
+  """What the run produced, its held-out figures, and what to run next."""
+  export = os.path.join(model_dir, DISCRIMINATOR_SUBDIR)
+  lines = ["", f"done: {model_dir} (checkpoints/, TensorBoard in train/ and eval/: "
+           f"tensorboard --logdir {model_dir})"]
+  if result.eval_history:
+    last = result.eval_history[-1]
+    figures = ", ".join(f"{k} {last[k]:.3f}" for k in
+                        ("gen_accuracy", "disc_auc", "mlm_accuracy") if k in last)
+    lines.append(f"held-out at step {last['step']}: {figures}")
+  lines.append(f"the encoder for fine-tuning: {export}")
+  lines.append("next: fine-tune it, e.g. python finetune.py --task=movie_reviews "
+               f"--init_checkpoint={export} --output_dir={model_dir}-movie_reviews")
+  print("\n".join(lines), flush=True)
 
 
 def run():

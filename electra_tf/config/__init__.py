@@ -24,7 +24,8 @@ from electra_tf.config.pretrain_config import (
 )
 
 __all__ = [
-    "EMBEDDING_SHARING", "FINETUNE_TASKS", "HEAD_INITIALIZERS", "NONFINITE_POLICIES", "OBJECTIVES", "OPTIMIZERS",
+    "EMBEDDING_SHARING", "FINETUNE_TASKS", "HEAD_INITIALIZERS", "NONFINITE_POLICIES",
+    "OBJECTIVES", "OPTIMIZERS",
     "PRECISIONS", "RESUME_CRITICAL", "STRATEGIES", "ConfigError", "EncoderConfig",
     "FinetuneConfig", "PretrainConfig", "default_num_heads", "generator_config",
     "max_predictions", "resume_conflicts",

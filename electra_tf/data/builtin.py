@@ -86,8 +86,10 @@ def default_cache_dir() -> str:
 
 
 def builtin_corpus(cache_dir: str, max_articles: int | None = None,
-                   articles_per_file: int = 64) -> list[str]:
-  """Writes (once) the SQuAD v1.1 train contexts as pretraining text; returns the files.
+                   articles_per_file: int = 64, split: str = "train") -> list[str]:
+  """Writes (once) the SQuAD v1.1 contexts of `split` as pretraining text; returns the files.
+
+  "train" is the built-in pretraining corpus; "dev" (other articles) is its held-out text.
 
   One article is one document (a blank line between articles), one sentence per line,
   `articles_per_file` articles per file. The files are cached in `cache_dir` and
@@ -103,17 +105,17 @@ def builtin_corpus(cache_dir: str, max_articles: int | None = None,
   """
   if max_articles is not None and max_articles < 1:
     raise UserError(f"max_articles must be at least 1, got {max_articles}")
-  name = f"squad-v1.1-train-{'all' if max_articles is None else max_articles}-articles"
+  name = f"squad-v1.1-{split}-{'all' if max_articles is None else max_articles}-articles"
   corpus_dir = os.path.join(cache_dir, name)
   if not os.path.isdir(corpus_dir):
-    source = squad_path("train")
+    source = squad_path(split)
     with open(source, encoding="utf-8") as f:
       articles = json.load(f)["data"][:max_articles]
     with io_utils.staging_dir(corpus_dir) as staging:
       for first in range(0, len(articles), articles_per_file):
         chunk = articles[first:first + articles_per_file]
         text = "\n\n".join(_article_text(a) for a in chunk) + "\n"
-        path = os.path.join(staging, f"squad-train-{first // articles_per_file:03d}.txt")
+        path = os.path.join(staging, f"squad-{split}-{first // articles_per_file:03d}.txt")
         with open(path, "w", encoding="utf-8") as f:
           f.write(text)
       try:

@@ -270,7 +270,8 @@ def _positioned_dataset(files: list[str], masker, *, batch_size: int, max_seq_le
 
 def distributed_dataset(strategy: tf.distribute.Strategy,
                         file_pattern_or_list: str | Sequence[str], *, global_batch_size: int,
-                        start_step: int = 0, **kwargs) -> tf.distribute.DistributedDataset:
+                        start_step: int = 0, max_batches: int | None = None,
+                        **kwargs) -> tf.distribute.DistributedDataset:
   """`make_pretraining_dataset` under `strategy`: one pipeline per worker, split batches.
 
   Args:
@@ -279,6 +280,7 @@ def distributed_dataset(strategy: tf.distribute.Strategy,
     global_batch_size: the batch over all replicas; must divide evenly among them.
     start_step: train steps already taken (with deterministic=True): each pipeline skips
       the batches its replicas consumed in them.
+    max_batches: at most this many global batches (evaluation), or None.
     **kwargs: the other `make_pretraining_dataset` arguments (not batch_size).
   """
   replicas = strategy.num_replicas_in_sync
@@ -290,8 +292,11 @@ def distributed_dataset(strategy: tf.distribute.Strategy,
     per_replica = input_context.get_per_replica_batch_size(global_batch_size)
     # Each step takes one batch per replica, the replicas being spread evenly over pipelines.
     replicas_per_pipeline = replicas // input_context.num_input_pipelines
-    return make_pretraining_dataset(
+    dataset = make_pretraining_dataset(
         file_pattern_or_list, batch_size=per_replica, input_context=input_context,
         start_batch=start_step * replicas_per_pipeline, **kwargs)
+    if max_batches is not None:
+      dataset = dataset.take(max_batches * replicas_per_pipeline)
+    return dataset
 
   return strategy.distribute_datasets_from_function(dataset_fn)

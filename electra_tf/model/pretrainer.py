@@ -263,7 +263,8 @@ class ElectraPretrainer(tf_keras.Model):
     return finite
 
   def test_step(self, features):
-    outputs = self.forward(features, self.optimizer.iterations, training=False)
+    # Draws of step 0 every time: an evaluation repeated on the same weights repeats exactly.
+    outputs = self.forward(features, tf.constant(0, tf.int64), training=False)
     losses = self.compute_losses(outputs, features)
     self.pretrain_metrics.update(outputs, features,
                                  {k: _global_sum(v) for k, v in losses.items()})

@@ -20,7 +20,7 @@ from electra_tf.data import pipeline, records
 from electra_tf.errors import RuntimeFailure, UserError
 from electra_tf.model import networks
 from electra_tf.model.pretrainer import ElectraPretrainer
-from electra_tf.training import artifacts, callbacks, resume, workers
+from electra_tf.training import artifacts, callbacks, evaluation, resume, workers
 from electra_tf.training.optimizer import WarmupLinearDecay, create_optimizer
 
 
@@ -40,11 +40,12 @@ class RunResult:
   model: ElectraPretrainer
   history: list[dict]
   start_step: int
+  eval_history: list[dict] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
 class TrainData:
-  """Where the examples are and what they were built with."""
+  """Where the examples are and what they were built with (training or held-out data)."""
 
   files: list[str]
   vocab: object  # electra_tf.data.vocab.Vocab
@@ -135,11 +136,13 @@ class _Run:
 
 def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, strategy,
                     jit_compile: bool = False, stream=None, init_source=None,
-                    fused_kernels: bool = True) -> RunResult:
+                    fused_kernels: bool = True,
+                    held_out: evaluation.HeldOut | None = None) -> RunResult:
   """Train (or resume) to config.num_train_steps, then export the encoder for fine-tuning.
 
   `init_source` (from electra_tf.checkpoints.converter.read_source) seeds the networks'
   weights when model_dir has no checkpoint yet; a resume always prefers model_dir's own.
+  `held_out` evaluates held-out data during and after training (model_dir/eval).
 
   Raises:
     UserError: settings that conflict with each other, the data, or model_dir's run.
@@ -157,9 +160,11 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
             "do (raise --num_train_steps to train longer, or use a new --model_dir)",
             file=run.stream)
       return RunResult(model, [], start)
-    history = _fit(model, manager, config, data, strategy, run, start)
+    evaluator = held_out and held_out.callback(config, strategy, run.model_dir,
+                                               run.stream if run.is_chief else None)
+    history = _fit(model, manager, config, data, strategy, run, start, evaluator)
     _export_encoder(model, data, run)
-  return RunResult(model, history, start)
+  return RunResult(model, history, start, evaluator.history if evaluator else [])
 
 
 def _begin(config: PretrainConfig, data: TrainData, model_dir: str, strategy, jit_compile: bool,
@@ -211,7 +216,7 @@ def _restore(model, config: PretrainConfig, run: _Run, init_source
 
 
 def _fit(model, manager, config: PretrainConfig, data: TrainData, strategy, run: _Run,
-         start: int) -> list[dict]:
+         start: int, evaluator=None) -> list[dict]:
   """Trains from `start` to the last step; returns the logged metric lines."""
   def cleanup(step):
     if not run.is_chief:
@@ -236,7 +241,7 @@ def _fit(model, manager, config: PretrainConfig, data: TrainData, strategy, run:
       dataset = make_dataset(config, data, strategy, start_step=step)
       # The guard runs first: a diverged step must stop the run before anything saves it.
       model.fit(dataset, epochs=1, steps_per_epoch=last_step - step, verbose=0,
-                callbacks=[guard, progress, preemption, saver])
+                callbacks=[guard, progress, preemption, saver, *filter(None, [evaluator])])
       if preemption.signal_name or preemption.peer_signalled:
         break
   if preemption.signal_name or preemption.peer_signalled:
