@@ -30,7 +30,7 @@ import tensorflow as tf
 
 _ACTIVE: contextvars.ContextVar = contextvars.ContextVar("electra_fused_kernels", default=False)
 
-# Shared with layers._gelu_ops, the unfused GELU.
+# Shared with elementwise._gelu_ops, the unfused GELU.
 SQRT_HALF = 1.0 / math.sqrt(2.0)
 INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 

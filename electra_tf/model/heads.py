@@ -5,7 +5,8 @@ from __future__ import annotations
 import tensorflow as tf
 import tf_keras
 
-from electra_tf.model.layers import ElectraEmbeddings, exact_gelu, truncated_normal
+from electra_tf.model.elementwise import exact_gelu
+from electra_tf.model.layers import ElectraEmbeddings, truncated_normal
 
 
 def gather_positions(sequence: tf.Tensor, positions: tf.Tensor) -> tf.Tensor:

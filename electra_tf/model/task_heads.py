@@ -6,7 +6,8 @@ import tensorflow as tf
 import tf_keras
 
 from electra_tf.config import HEAD_INITIALIZERS
-from electra_tf.model.layers import exact_gelu, truncated_normal
+from electra_tf.model.elementwise import exact_gelu
+from electra_tf.model.layers import truncated_normal
 
 
 def head_initializer(kind: str, stddev: float) -> tf_keras.initializers.Initializer:

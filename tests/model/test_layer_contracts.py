@@ -10,16 +10,11 @@ from harness import Case, run_layer_test
 from electra_tf import features as F
 from electra_tf.config import EncoderConfig, PretrainConfig
 from electra_tf.model.dropout import SeededDropout
+from electra_tf.model.elementwise import LayerNorm, exact_gelu
 from electra_tf.model.encoder import ElectraEncoder
 from electra_tf.model.finetune_models import ElectraClassifier, ElectraSpanQA
 from electra_tf.model.heads import DiscriminatorHead, GeneratorHead
-from electra_tf.model.layers import (
-  ElectraEmbeddings,
-  ElectraTransformerBlock,
-  GDESEmbeddings,
-  LayerNorm,
-  exact_gelu,
-)
+from electra_tf.model.layers import ElectraEmbeddings, ElectraTransformerBlock, GDESEmbeddings
 from electra_tf.model.networks import AllTokensPredictor, Discriminator, Generator
 from electra_tf.model.pretrain_metrics import PretrainMetrics
 from electra_tf.model.pretrainer import ElectraPretrainer

@@ -1,0 +1,82 @@
+"""Elementwise pieces with their gradients written out: exact GELU and LayerNorm."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+import tf_keras
+
+from electra_tf.model import fused
+
+
+@tf_keras.saving.register_keras_serializable(package="electra_tf")
+def exact_gelu(x: tf.Tensor) -> tf.Tensor:
+  """GELU with the erf form, as in BERT and ELECTRA (not the tanh approximation).
+
+  Computed in float32 whatever x's dtype (Model Garden keeps the activation in float32
+  under mixed bfloat16), returned in x's dtype. In a pretraining step's forward pass (see
+  `fused.enabled`) the forward and backward are one XLA kernel each; elsewhere they are
+  TensorFlow ops with the gradient written out (`_gelu_ops`).
+  """
+  if fused.active():
+    return fused.gelu(x)
+  return _gelu_ops(x)
+
+
+@tf.custom_gradient
+def _gelu_ops(x: tf.Tensor):
+  """exact_gelu as TensorFlow ops, its gradient Phi(x) + x * phi(x) from the saved Phi(x).
+
+  Fewer elementwise passes over the FFN's [tokens, 4H] activations than differentiating
+  tf.nn.gelu op by op (docs/design.md, "Performance").
+  """
+  z = tf.cast(x, tf.float32)
+  cdf = 0.5 * tf.math.erfc(z * -fused.SQRT_HALF)
+
+  def grad(upstream):
+    pdf = tf.exp(-0.5 * tf.square(z)) * fused.INV_SQRT_2PI
+    return tf.cast(tf.cast(upstream, tf.float32) * (cdf + z * pdf), upstream.dtype)
+
+  return tf.cast(z * cdf, x.dtype), grad
+
+
+def _layer_norm(x: tf.Tensor, gamma: tf.Tensor, beta: tf.Tensor, epsilon: float) -> tf.Tensor:
+  """LayerNorm over the last axis with its gradient written out (float32 x, gamma, beta)."""
+
+  @tf.custom_gradient
+  def norm(x, gamma, beta):
+    mean = tf.reduce_mean(x, axis=-1, keepdims=True)
+    centred = x - mean
+    rstd = tf.math.rsqrt(tf.reduce_mean(tf.square(centred), axis=-1, keepdims=True) + epsilon)
+    normed = centred * rstd
+
+    def grad(upstream):
+      outer = list(range(len(upstream.shape) - 1))
+      d_gamma = tf.reduce_sum(upstream * normed, axis=outer)
+      d_beta = tf.reduce_sum(upstream, axis=outer)
+      d_normed = upstream * gamma
+      d_x = rstd * (d_normed - tf.reduce_mean(d_normed, axis=-1, keepdims=True)
+                    - normed * tf.reduce_mean(d_normed * normed, axis=-1, keepdims=True))
+      return d_x, d_gamma, d_beta
+
+    return normed * gamma + beta, grad
+
+  return norm(x, gamma, beta)
+
+
+class LayerNorm(tf_keras.layers.LayerNormalization):
+  """Keras LayerNormalization (same variables and config) with a written-out gradient.
+
+  Differentiating Keras' moments + batch_normalization op by op takes more elementwise
+  passes than the closed form d_x = rstd * (g - mean(g) - x_hat * mean(g * x_hat)) with
+  g = upstream * gamma (docs/design.md, "Performance"). Only the
+  last-axis, centred and scaled float32 case is taken over; anything else is Keras' own.
+  """
+
+  def call(self, inputs):
+    if not (self.axis == [len(inputs.shape) - 1] and self.center and self.scale
+            and self.compute_dtype == "float32"):
+      return super().call(inputs)
+    # Values, not variables, go into the custom gradient (it then needs no `variables`
+    # argument); the reads carry the gradient on to the variables.
+    return _layer_norm(tf.cast(inputs, tf.float32), tf.convert_to_tensor(self.gamma),
+                       tf.convert_to_tensor(self.beta), self.epsilon)
