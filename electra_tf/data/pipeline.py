@@ -1,8 +1,7 @@
 """TFRecords -> shuffled batches with dynamic masking (tf.text), the pretraining input.
 
-Order: list files -> shard per input pipeline -> interleaved reads -> shuffle -> repeat ->
-batch -> parse the whole batch -> mask the whole batch -> prefetch. Parsing and masking
-once per batch, not per record, keeps the input pipeline far from being the bottleneck.
+Order: list files -> shard per pipeline -> interleaved reads -> shuffle -> repeat -> batch
+-> parse and mask the whole batch (once per batch, not per record) -> prefetch.
 """
 
 from __future__ import annotations
