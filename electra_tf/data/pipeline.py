@@ -294,8 +294,6 @@ def distributed_dataset(strategy: tf.distribute.Strategy,
     dataset = make_pretraining_dataset(
         file_pattern_or_list, batch_size=per_replica, input_context=input_context,
         start_batch=start_step * replicas_per_pipeline, **kwargs)
-    if max_batches is not None:
-      dataset = dataset.take(max_batches * replicas_per_pipeline)
-    return dataset
+    return dataset if max_batches is None else dataset.take(max_batches * replicas_per_pipeline)
 
   return strategy.distribute_datasets_from_function(dataset_fn)
