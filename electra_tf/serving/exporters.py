@@ -24,6 +24,13 @@ def export(fmt: str, checkpoint: str, task: str | None, export_dir: str) -> str:
     from electra_tf.serving import tfhub
 
     tfhub.export(sources.load_encoder(checkpoint), export_dir)
+  elif fmt == "onnx":
+    from electra_tf.serving import onnx_export
+
+    if task == "encoder" or sources.finetuned_dir(checkpoint) is None:
+      onnx_export.export(sources.load_encoder(checkpoint), export_dir)
+    else:
+      onnx_export.export(sources.load_task(checkpoint, fmt, task), export_dir)
   elif fmt == "tflite":
     sources.load_task(checkpoint, fmt, task)
     raise UserError(f"--format={fmt} is not available yet")

@@ -62,3 +62,15 @@ def test_tfhub_command(disc_dir, tmp_path):
   assert result.returncode == 0, result.stderr[-3000:]
   assert sorted(os.listdir(out)) == ["encoder", "preprocessor"]
   assert os.path.isfile(os.path.join(out, "encoder", "assets", "vocab.txt"))
+
+
+def test_onnx_command_exports_the_encoder_of_a_fine_tuning_run(tiny_runs, tmp_path):
+  import json
+
+  run_dir = os.path.dirname(tiny_runs["movies"][1])
+  out = str(tmp_path / "onnx")
+  result = run_command("export", "--format=onnx", "--task=encoder", f"--checkpoint={run_dir}",
+                       f"--export_dir={out}")
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert sorted(os.listdir(out)) == ["export.json", "model.onnx", "vocab.txt"]
+  assert json.load(open(os.path.join(out, "export.json")))["model"] == "encoder"
