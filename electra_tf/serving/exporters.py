@@ -32,8 +32,13 @@ def export(fmt: str, checkpoint: str, task: str | None, export_dir: str) -> str:
     else:
       onnx_export.export(sources.load_task(checkpoint, fmt, task), export_dir)
   elif fmt == "tflite":
-    sources.load_task(checkpoint, fmt, task)
-    raise UserError(f"--format={fmt} is not available yet")
+    from electra_tf.serving import tflite_export
+
+    tflite_export.export(sources.load_task(checkpoint, fmt, task), export_dir)
+  elif fmt == "keras_hub":
+    from electra_tf.serving import keras_hub_preset
+
+    keras_hub_preset.export(sources.load_encoder(checkpoint), export_dir)
   else:
-    raise UserError(f"--format={fmt} is not available yet")
+    raise UserError(f"unknown --format={fmt}")
   return _listing(export_dir)

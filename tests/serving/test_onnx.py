@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import real_inputs
+from export_runs import real_inputs
 
 from electra_tf.serving import onnx_export, sources
 
