@@ -27,7 +27,7 @@ def export(fmt: str, checkpoint: str, task: str | None, export_dir: str) -> str:
   elif fmt == "onnx":
     from electra_tf.serving import onnx_export
 
-    if task == "encoder" or sources.finetuned_dir(checkpoint) is None:
+    if task == "encoder" or (not task and sources.finetuned_dir(checkpoint) is None):
       onnx_export.export(sources.load_encoder(checkpoint), export_dir)
     else:
       onnx_export.export(sources.load_task(checkpoint, fmt, task), export_dir)

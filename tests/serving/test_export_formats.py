@@ -74,3 +74,19 @@ def test_onnx_command_exports_the_encoder_of_a_fine_tuning_run(tiny_runs, tmp_pa
   assert result.returncode == 0, result.stderr[-3000:]
   assert sorted(os.listdir(out)) == ["export.json", "model.onnx", "vocab.txt"]
   assert json.load(open(os.path.join(out, "export.json")))["model"] == "encoder"
+
+
+def test_a_failed_export_leaves_nothing(tiny_runs, tmp_path, monkeypatch):
+  from electra_tf.errors import RuntimeFailure
+  from electra_tf.serving import exporters, tflite_export
+
+  def convert(source, quantize):
+    if quantize:  # the float model is already written when the int8 conversion fails
+      raise RuntimeFailure("the TFLite converter failed: test")
+    return b"float model"
+
+  monkeypatch.setattr(tflite_export, "convert", convert)
+  out = tmp_path / "tflite"
+  with pytest.raises(RuntimeFailure):
+    exporters.export("tflite", tiny_runs["movies"][1], None, str(out))
+  assert os.listdir(tmp_path) == []

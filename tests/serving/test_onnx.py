@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 from export_runs import real_inputs
 
-from electra_tf.serving import onnx_export, sources
+from electra_tf.serving import exporters, onnx_export
 
 ort = pytest.importorskip("onnxruntime")
 pytest.importorskip("tf2onnx")
@@ -27,7 +27,7 @@ def _run(path, inputs):
 def test_task_models_match_keras(tiny_runs, tmp_path, name):
   model, run_dir = tiny_runs[name]
   out = str(tmp_path / "onnx")
-  onnx_export.export(sources.load_task(os.path.dirname(run_dir), "onnx"), out)
+  exporters.export("onnx", os.path.dirname(run_dir), None, out)  # the run's task model
   meta = json.load(open(os.path.join(out, "export.json")))
   assert os.path.isfile(os.path.join(out, meta["vocab"]))
   inputs = real_inputs(name)
@@ -48,7 +48,7 @@ def test_task_models_match_keras(tiny_runs, tmp_path, name):
 def test_encoder_of_a_pretrained_checkpoint(tiny_runs, tmp_path):
   disc, path = tiny_runs["disc"]
   out = str(tmp_path / "onnx")
-  onnx_export.export(sources.load_encoder(path), out)
+  exporters.export("onnx", path, None, out)  # not fine-tuned: its encoder
   inputs = real_inputs("movies")
   got = _run(out, inputs)
   want = disc.encoder({k: tf.constant(v) for k, v in inputs.items()}, training=False).numpy()

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 from export_runs import real_inputs
 
-from electra_tf.serving import sources, tflite_export
+from electra_tf.serving import exporters, tflite_export
 
 litert = pytest.importorskip("ai_edge_litert.interpreter")
 
@@ -28,7 +28,7 @@ def _run(path, inputs):
 def test_float_and_int8_models(tiny_runs, tmp_path, name):
   model, run_dir = tiny_runs[name]
   out = str(tmp_path / "tflite")
-  tflite_export.export(sources.load_task(run_dir, "tflite"), out)
+  exporters.export("tflite", run_dir, None, out)  # as electra-export runs it
   meta = json.load(open(os.path.join(out, "export.json")))
   assert sorted(os.listdir(out)) == sorted(["export.json", "vocab.txt", tflite_export.FLOAT_NAME,
                                             tflite_export.INT8_NAME])
