@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import math
-from collections.abc import Iterator
 
 import tensorflow as tf
 import tf_keras
@@ -19,25 +16,6 @@ def truncated_normal(stddev: float) -> tf_keras.initializers.Initializer:
   return tf_keras.initializers.TruncatedNormal(stddev=stddev)
 
 
-_PORTABLE: contextvars.ContextVar = contextvars.ContextVar("electra_portable_gelu",
-                                                           default=False)
-
-
-@contextlib.contextmanager
-def portable_gelu() -> Iterator[None]:
-  """Within this block (at trace time), exact_gelu is 0.5 * x * (1 + erf(x / sqrt 2)).
-
-  The same function (within 1e-6) in a form that other runtimes' converters lower (tf2onnx
-  to ONNX's Erf): neither ONNX nor TFLite has the Erfc op of `_gelu_ops` and tf.nn.gelu.
-  For exports, which never take its gradient.
-  """
-  token = _PORTABLE.set(True)
-  try:
-    yield
-  finally:
-    _PORTABLE.reset(token)
-
-
 def exact_gelu(x: tf.Tensor) -> tf.Tensor:
   """GELU with the erf form, as in BERT and ELECTRA (not the tanh approximation).
 
@@ -46,9 +24,8 @@ def exact_gelu(x: tf.Tensor) -> tf.Tensor:
   `fused.enabled`) the forward and backward are one XLA kernel each; elsewhere they are
   TensorFlow ops with the gradient written out (`_gelu_ops`).
   """
-  if _PORTABLE.get():
-    z = tf.cast(x, tf.float32)
-    return tf.cast(0.5 * z * (1.0 + tf.math.erf(z * fused.SQRT_HALF)), x.dtype)
+  if fused.portable():
+    return fused.erf_gelu(x)
   if fused.active():
     return fused.gelu(x)
   return _gelu_ops(x)

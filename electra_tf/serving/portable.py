@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from electra_tf import features as F
 from electra_tf.filenames import VOCAB_NAME
-from electra_tf.model.layers import portable_gelu
+from electra_tf.model.fused import portable_gelu
 from electra_tf.serving.sources import EncoderSource, TaskSource
 
 ID_KEYS = (F.INPUT_IDS, F.INPUT_MASK, F.SEGMENT_IDS)
