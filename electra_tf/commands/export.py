@@ -1,8 +1,12 @@
-r"""electra-export: deployable artifacts; a SavedModel that TF Serving loads (a new integer
-version under --export_dir).
+r"""electra-export: deployable artifacts. By default a SavedModel that TF Serving loads (a new
+integer version under --export_dir); --format picks another consumer (docs/exports.md).
 
   electra-export --checkpoint=runs/squad --export_dir=serving/squad
   electra-export --checkpoint=runs/small --task=pretraining --export_dir=serving/rtd
+  electra-export --format=tfhub --checkpoint=runs/small --export_dir=hub/small
+  electra-export --format=onnx --checkpoint=runs/sst2 --export_dir=onnx/sst2
+  electra-export --format=tflite --checkpoint=runs/sst2 --export_dir=tflite/sst2
+  electra-export --format=keras_hub --checkpoint=runs/small --export_dir=presets/small
 
 Without installing: python -m electra_tf.commands.export.
 """
@@ -17,29 +21,42 @@ from electra_tf import cli  # stdlib only: --help stays fast
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("checkpoint", None, "A finetune.py --output_dir (its best/ model) or a "
-                    "best/ directory; for --task=pretraining, anything electra-convert reads (a "
-                    "pretraining model_dir, HF folder, TF1 ckpt).")
+                    "best/ directory; for --task=pretraining and the encoder formats, anything "
+                    "electra-convert reads (a pretraining model_dir, HF folder, TF1 ckpt).")
 flags.DEFINE_string("task", None, "pretraining, or the fine-tuned task to check against the "
-                    "checkpoint (default: the checkpoint's own task).")
-flags.DEFINE_string("export_dir", None, "Model base path; version N+1 is written inside.")
+                    "checkpoint (default: the checkpoint's own task); with --format=onnx, "
+                    "'encoder' exports the encoder of a fine-tuning run instead of its task model.")
+flags.DEFINE_string("export_dir", None, "saved_model: the model base path (version N+1 is "
+                    "written inside); other formats: the directory to write.")
+flags.DEFINE_string("format", "saved_model", "saved_model, tfhub, onnx, tflite or keras_hub.")
+flags.DEFINE_bool("overwrite", False, "Replace an existing --export_dir (formats other than "
+                  "saved_model, whose versions are never replaced).")
 
 
 def main(argv):
   del argv
   logging.set_verbosity(logging.WARNING)
   from electra_tf.errors import UserError
+  from electra_tf.serving import formats
 
   with cli.one_line_errors():
+    fmt = formats.get(FLAGS.format)
     if not FLAGS.checkpoint or not FLAGS.export_dir:
       raise UserError("--checkpoint and --export_dir are required")
     if not os.path.exists(FLAGS.checkpoint):
       raise UserError(f"--checkpoint {FLAGS.checkpoint} does not exist")
     cli.check_output_dir(FLAGS.export_dir, "--export_dir")
-    from electra_tf.serving import saved_model
+    if fmt.name == "saved_model":
+      from electra_tf.serving import saved_model
 
-    path = saved_model.export(FLAGS.checkpoint, FLAGS.task, FLAGS.export_dir)
-    print(f"exported {path}")
-    print(saved_model.describe(path))
+      path = saved_model.export(FLAGS.checkpoint, FLAGS.task, FLAGS.export_dir)
+      print(f"exported {path}")
+      print(saved_model.describe(path))
+      return
+    formats.check_new_dir(FLAGS.export_dir, FLAGS.overwrite)
+    from electra_tf.serving import exporters
+
+    print(exporters.export(fmt.name, FLAGS.checkpoint, FLAGS.task, FLAGS.export_dir))
 
 
 def run():

@@ -17,6 +17,8 @@ def exact_gelu(x: tf.Tensor) -> tf.Tensor:
   `fused.enabled`) the forward and backward are one XLA kernel each; elsewhere they are
   TensorFlow ops with the gradient written out (`_gelu_ops`).
   """
+  if fused.portable():
+    return fused.erf_gelu(x)
   if fused.active():
     return fused.gelu(x)
   return _gelu_ops(x)

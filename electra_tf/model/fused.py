@@ -49,6 +49,35 @@ def active() -> bool:
   return _ACTIVE.get()
 
 
+_PORTABLE: contextvars.ContextVar = contextvars.ContextVar("electra_portable_gelu",
+                                                           default=False)
+
+
+@contextlib.contextmanager
+def portable_gelu() -> Iterator[None]:
+  """Within this block (at trace time), exact_gelu is `erf_gelu`, not the Erfc ops.
+
+  The same function (within 1e-6) in a form that other runtimes' converters lower (tf2onnx
+  to ONNX's Erf, TFLite's to its builtins): neither ONNX nor TFLite has the Erfc op of
+  layers._gelu_ops and tf.nn.gelu. For exports, which never take its gradient.
+  """
+  token = _PORTABLE.set(True)
+  try:
+    yield
+  finally:
+    _PORTABLE.reset(token)
+
+
+def portable() -> bool:
+  return _PORTABLE.get()
+
+
+def erf_gelu(x: tf.Tensor) -> tf.Tensor:
+  """0.5 * x * (1 + erf(x / sqrt 2)) in float32, returned in x's dtype (no written gradient)."""
+  z = tf.cast(x, tf.float32)
+  return tf.cast(0.5 * z * (1.0 + tf.math.erf(z * SQRT_HALF)), x.dtype)
+
+
 def available() -> bool:
   """False where TensorFlow has no XLA JIT (macOS on Apple silicon); then the plain ops run."""
   return not (platform.system() == "Darwin" and platform.machine() == "arm64")

@@ -1,0 +1,79 @@
+"""What the ONNX and TFLite exports share: the function traced from a model, and its metadata.
+
+Both runtimes take token ids, not text: tokenization stays outside the graph (our
+WordPieceTokenizer, or any BERT WordPiece tokenizer over the vocab.txt written beside the
+model, with the `lower_case` recorded in export.json).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import tensorflow as tf
+
+from electra_tf import features as F
+from electra_tf.filenames import VOCAB_NAME
+from electra_tf.model.fused import portable_gelu
+from electra_tf.serving.sources import EncoderSource, TaskSource
+
+ID_KEYS = (F.INPUT_IDS, F.INPUT_MASK, F.SEGMENT_IDS)
+METADATA_NAME = "export.json"  # what a portable export holds: inputs, outputs, task, vocab
+
+
+def output_names(source: EncoderSource | TaskSource) -> list[str]:
+  """The outputs a portable export returns, in order."""
+  if isinstance(source, EncoderSource):
+    return ["sequence_output", "pooled_output"]
+  if source.is_squad:
+    model = source.model
+    return (["start_logits", "end_logits"] + (["start_top_index"] if model.joint_end else [])
+            + (["impossible_logit"] if model.answerable else []))
+  labels = (source.record.get("spec") or {}).get("label_names")
+  return ["logits", "probabilities"] if labels else ["logits", "predictions"]
+
+
+def outputs(source: EncoderSource | TaskSource, inputs: dict[str, tf.Tensor]) -> dict:
+  """{name: float32 tensor} of `source` on int32 [B, L] `inputs` (inference, portable GELU)."""
+  with portable_gelu():
+    if isinstance(source, EncoderSource):
+      sequence = tf.cast(source.encoder(inputs, training=False), tf.float32)
+      return {"sequence_output": sequence, "pooled_output": sequence[:, 0]}
+    out = source.model(inputs, training=False)
+    return {k: out[k] for k in output_names(source)}
+
+
+def ids_function(source: EncoderSource | TaskSource, seq_length: int | None = None):
+  """A tf.function of three int32 [batch, seq_length or any] positional inputs (input_ids,
+  input_mask, segment_ids) returning `output_names(source)` as a dict."""
+  spec = [tf.TensorSpec([None, seq_length], tf.int32, name=k) for k in ID_KEYS]
+
+  @tf.function(input_signature=spec)
+  def serve(input_ids, input_mask, segment_ids):
+    return outputs(source, {F.INPUT_IDS: input_ids, F.INPUT_MASK: input_mask,
+                            F.SEGMENT_IDS: segment_ids})
+
+  return serve
+
+
+def metadata(source: EncoderSource | TaskSource, fmt: str, **extra) -> dict:
+  """export.json: what the model takes and returns, and how to tokenize for it."""
+  if isinstance(source, EncoderSource):
+    meta = {"model": "encoder", "lower_case": source.lower_case,
+            "max_seq_length": source.encoder.config.max_position_embeddings}
+  else:
+    meta = {"model": source.record["task"], "lower_case": source.lower_case,
+            "max_seq_length": source.max_seq_length}
+    labels = (source.record.get("spec") or {}).get("label_names")
+    if labels:
+      meta["label_names"] = labels
+  return {"format": fmt, **meta, "inputs": list(ID_KEYS), "outputs": output_names(source),
+          "vocab": VOCAB_NAME, **extra}
+
+
+def write_beside(source: EncoderSource | TaskSource, directory: str, meta: dict) -> None:
+  """vocab.txt and export.json next to the model file."""
+  shutil.copyfile(source.vocab_path, os.path.join(directory, VOCAB_NAME))
+  with open(os.path.join(directory, METADATA_NAME), "w", encoding="utf-8") as f:
+    json.dump(meta, f, indent=2)
