@@ -67,7 +67,6 @@ class ElectraEmbeddings(tf_keras.layers.Layer):
     self.token_type_embeddings = self.add_weight(
         "token_type_embeddings", shape=[self.type_vocab_size, self.embedding_size],
         initializer=truncated_normal(self.initializer_range))
-    self.layer_norm.build([None, None, self.embedding_size])
     super().build(input_shape)
 
   def call(self, input_ids: tf.Tensor, segment_ids: tf.Tensor, training=None) -> tf.Tensor:

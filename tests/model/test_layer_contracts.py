@@ -191,6 +191,19 @@ def test_pretrain_metrics_config_and_checkpoint(objective, tmp_path):
   np.testing.assert_allclose(clone.gen_accuracy.result().numpy(), 2 / 3)
 
 
+def test_layer_norm_variables_are_named_so_weight_decay_skips_them():
+  # AdamW excludes weights by name (optimizer.NO_DECAY_PATTERNS): a LayerNorm built outside
+  # its own name scope (say, inside its parent's build) would be called ".../gamma" and decay.
+  from electra_tf.training.optimizer import NO_DECAY_PATTERNS
+
+  model = Generator(CONFIG, name="gen")
+  model(_encoder_inputs())
+  norms = [v.name for layer in model.submodules
+           if isinstance(layer, tf_keras.layers.LayerNormalization) for v in layer.weights]
+  assert len(norms) == 2 * (1 + 2 * CONFIG.num_layers + 1), norms
+  assert all(any(p in name for p in NO_DECAY_PATTERNS) for name in norms), norms
+
+
 def test_harness_catches_a_dropped_constructor_argument(tmp_path):
   class Forgetful(ClassificationHead):
     def get_config(self):
