@@ -14,10 +14,11 @@ steps); the other two give every arm the same steps and report FLOPs. Each encod
 fine-tuned on movie-review polarity and TREC question types with several seeds (see
 ablation_finetune.py), beside a row without pretraining.
 
-Resumable: rerun the same command. A finished arm (its `done.json`) and every finished
-fine-tuning run (a line in `finetune/<task>.jsonl`) are kept; an interrupted arm resumes
-from its newest checkpoint. Results go to bench/results/ablation_<study>.{json,md} (and
-.png for the objectives study).
+Resumable: rerun the same command. Work is kept in --workdir (default
+~/.cache/electra_tf/ablation, outside the checkout): a finished arm (its `done.json`) and
+every finished fine-tuning run (a line in `finetune/<task>.jsonl`) are kept, and an
+interrupted arm resumes from its newest checkpoint. Results go to
+bench/results/ablation_<study>.{json,md} (and .png for the objectives study).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ QUICK = dict(
                embedding_size=32),
     max_seq_length=32, batch_size=8, learning_rate=5e-4, precision="float32",
     adam_bias_correction=True, steps_per_execution=10, log_steps=20, keep_checkpoints=5)
-QUICK_STEPS, QUICK_VOCAB, QUICK_ARTICLES, QUICK_SEEDS = 40, 1000, 6, (0, 1)
+QUICK_STEPS, QUICK_VOCAB, QUICK_ARTICLES, QUICK_SEEDS = 24, 1000, 6, (0, 1)
 
 # GLUE dev from the paper (Clark et al. 2020, section 3.2-3.4), for the tables.
 PAPER = {
@@ -159,7 +160,7 @@ def prepare_data(workdir: str, quick: bool, log=print):
 
 
 def pretrain_arm(config: PretrainConfig, model_dir: str, vocab_path: str, data_dir: str,
-                 log=print) -> dict:
+                 log=print, fused_kernels: bool = True) -> dict:
   """Pretrains (or resumes) one arm; its done.json once finished."""
   done_path = os.path.join(model_dir, "done.json")
   if os.path.exists(done_path):
@@ -181,7 +182,8 @@ def pretrain_arm(config: PretrainConfig, model_dir: str, vocab_path: str, data_d
   os.makedirs(model_dir, exist_ok=True)
   with open(os.path.join(model_dir, "log.txt"), "a", encoding="utf-8") as stream:
     result = pretraining.run_pretraining(config, data, model_dir,
-                                         strategy.make_strategy("one_device"), stream=stream)
+                                         strategy.make_strategy("one_device"), stream=stream,
+                                         fused_kernels=fused_kernels)
   last = result.history[-1] if result.history else {}
   record = {"steps": config.num_train_steps, "flops": flops.run_flops(config),
             "seconds_this_process": round(time.time() - start),
@@ -314,8 +316,9 @@ def run_study(study: str, workdir: str, quick: bool = False, results_dir: str | 
   for arm, config in plan:
     log(f"arm {arm.name}: {config.num_train_steps} steps, "
         f"{flops.run_flops(config) / 1e15:.3f} PFLOP")
+    # A toy run skips the fused kernels: their XLA compiles would dominate its minutes.
     pretrain[arm.name] = pretrain_arm(config, os.path.join(workdir, arm.name), vocab_path,
-                                      data_dir, log)
+                                      data_dir, log, fused_kernels=not quick)
   encoders = encoders_to_finetune(study, workdir, plan)
   scores = ablation_finetune.finetune_all(
       base.model, vocab_path, encoders, list(QUICK_SEEDS if quick else SEEDS),
@@ -346,12 +349,18 @@ def main() -> None:
   parser.add_argument("--study", required=True, choices=["objectives", "generator_size",
                                                           "sharing"])
   parser.add_argument("--quick", action="store_true", help="toy budget (the test suite's)")
-  parser.add_argument("--workdir", default=os.path.join(ROOT, "runs", "ablation"))
+  parser.add_argument("--workdir", default=None,
+                      help="where arms and fine-tuning runs are kept (default: the electra_tf "
+                      "cache, ~/.cache/electra_tf/ablation, outside the checkout)")
   parser.add_argument("--results_dir", default=None,
                       help="default: bench/results (the workdir with --quick)")
   args = parser.parse_args()
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
   results = args.results_dir or (None if args.quick else os.path.join(HERE, "results"))
+  if args.workdir is None:
+    from electra_tf.data import builtin  # noqa: PLC0415
+
+    args.workdir = os.path.join(builtin.default_cache_dir(), "ablation")
 
   def log(line: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {line}", flush=True)

@@ -67,8 +67,8 @@ class TaskSetting:
 
 TASKS = {"movie_reviews": TaskSetting("movie_reviews", 48, 2000, 2),
          "trec": TaskSetting("trec", 32, 2000, 2)}
-QUICK_TASKS = {"movie_reviews": TaskSetting("movie_reviews", 32, 96, 1),
-               "trec": TaskSetting("trec", 16, 96, 1)}
+QUICK_TASKS = {"movie_reviews": TaskSetting("movie_reviews", 32, 64, 1),
+               "trec": TaskSetting("trec", 16, 64, 1)}
 
 
 def load_task(setting: TaskSetting, tokenizer: WordPieceTokenizer, dev_limit: int | None = None):
