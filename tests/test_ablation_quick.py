@@ -1,0 +1,92 @@
+"""bench/ablation.py's whole pipeline on a toy budget: every arm wired as the study says."""
+
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+  import ablation
+
+  workdir = str(tmp_path_factory.mktemp("ablation"))
+  result = ablation.run_study("objectives", workdir, quick=True, log=lambda line: None)
+  return ablation, os.path.join(workdir, "objectives"), result
+
+
+def test_objective_arms_share_one_flop_budget(study):
+  ablation, workdir, result = study
+  records = {arm.name: json.load(open(os.path.join(workdir, arm.name, "done.json")))
+             for arm in ablation.arms("objectives")}
+  budget = records["electra"]["flops"]
+  for name, record in records.items():
+    per_step = record["flops"] / record["steps"]
+    # Equal up to the rounding of steps to whole quarters.
+    assert budget - 4 * per_step <= record["flops"] <= budget, name
+  # A costlier step means no more steps; the MLM baseline's step is the cheapest.
+  per_step = {name: r["flops"] / r["steps"] for name, r in records.items()}
+  assert per_step["all_tokens_mlm"] > per_step["electra"] > per_step["mlm"]
+  steps = {name: r["steps"] for name, r in records.items()}
+  assert steps["all_tokens_mlm"] <= steps["electra"] <= steps["mlm"]
+
+
+def test_each_arm_trained_what_it_says(study):
+  ablation, workdir, result = study
+  metrics = {arm.name: json.load(open(os.path.join(workdir, arm.name, "done.json")))[
+      "final_metrics"] for arm in ablation.arms("objectives")}
+  for name in ("electra", "electra_15", "two_stage"):
+    assert "disc_auc" in metrics[name] and "mlm_accuracy" not in metrics[name], name
+  for name in ("replace_mlm", "all_tokens_mlm"):
+    assert "mlm_accuracy" in metrics[name] and "disc_auc" not in metrics[name], name
+  assert "disc_auc" not in metrics["mlm"] and "sampled_accuracy" not in metrics["mlm"]
+
+
+def test_two_stage_arm_froze_its_generator(study):
+  import tensorflow as tf
+
+  _, workdir, _ = study
+  config = json.load(open(os.path.join(workdir, "two_stage", "config.json")))["pretrain"]
+  boundary, last = config["two_stage_steps"], config["num_train_steps"]
+  ckpt = os.path.join(workdir, "two_stage", "checkpoints")
+  before = tf.train.load_checkpoint(os.path.join(ckpt, f"ckpt-{boundary}"))
+  after = tf.train.load_checkpoint(os.path.join(ckpt, f"ckpt-{last}"))
+  names = [n for n in before.get_variable_to_shape_map() if n.endswith("VARIABLE_VALUE")
+           and "OPTIMIZER_SLOT" not in n]
+  generator = [n for n in names if n.startswith("model/generator/")]
+  discriminator = [n for n in names if n.startswith("model/discriminator/")]
+  assert generator and discriminator
+  for name in generator:
+    np.testing.assert_array_equal(before.get_tensor(name), after.get_tensor(name), name)
+  assert any(np.any(before.get_tensor(n) != after.get_tensor(n)) for n in discriminator)
+
+
+def test_every_encoder_fine_tuned_with_every_seed(study):
+  ablation, workdir, result = study
+  rows = result["rows"]
+  expected = {"random", *(arm.name for arm in ablation.arms("objectives")),
+              *(f"{arm}@{f}%" for arm in ("electra", "mlm") for f in (25, 50, 75))}
+  assert set(rows) == expected
+  for name, row in rows.items():
+    for task in ("movie_reviews", "trec"):
+      assert len(row[task]["seeds"]) == len(ablation.QUICK_SEEDS), (name, task)
+      assert all(0.0 <= s <= 100.0 for s in row[task]["seeds"])
+  # Partial checkpoints sit at their share of the arm's FLOPs.
+  assert rows["electra@50%"]["pretrain_flops"] * 2 == rows["electra"]["pretrain_flops"]
+  for suffix in (".json", ".md", ".png"):
+    assert os.path.getsize(os.path.join(workdir, f"ablation_objectives{suffix}")) > 0
+
+
+def test_rerun_resumes_without_retraining(study):
+  ablation, workdir, result = study
+  done = os.path.join(workdir, "electra", "done.json")
+  stamp = os.path.getmtime(done)
+  again = ablation.run_study("objectives", os.path.dirname(workdir), quick=True,
+                             log=lambda line: None)
+  assert os.path.getmtime(done) == stamp
+  assert again["rows"]["electra"]["movie_reviews"] == result["rows"]["electra"]["movie_reviews"]
