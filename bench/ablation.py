@@ -194,7 +194,7 @@ def pretrain_arm(config: PretrainConfig, model_dir: str, vocab_path: str, data_d
   return record
 
 
-def encoders_to_finetune(study: str, workdir: str, plan: list[tuple[Arm, PretrainConfig]]):
+def encoders_to_finetune(workdir: str, plan: list[tuple[Arm, PretrainConfig]]):
   """{row name: checkpoint} for every arm (and its partial checkpoints), plus "random"."""
   out = {"random": None}
   for arm, config in plan:
@@ -238,8 +238,8 @@ def summarise(study: str, plan, scores: dict, pretrain: dict) -> dict:
 
 
 def markdown(study: str, rows: dict, meta: dict) -> str:
-  tasks = [t for t in next(iter(rows.values())) if isinstance(next(iter(rows.values()))[t], dict)
-           and "seeds" in next(iter(rows.values()))[t]]
+  first = next(iter(rows.values()))
+  tasks = [t for t, value in first.items() if isinstance(value, dict) and "seeds" in value]
   head = ["arm", "pretrain PFLOP", *tasks, "average", "paper GLUE"]
   lines = [f"### Ablation: {study}", "",
            f"Command: `{meta['command']}`; commit {meta['commit']}; {meta['cpu']}; "
@@ -319,7 +319,7 @@ def run_study(study: str, workdir: str, quick: bool = False, results_dir: str | 
     # A toy run skips the fused kernels: their XLA compiles would dominate its minutes.
     pretrain[arm.name] = pretrain_arm(config, os.path.join(workdir, arm.name), vocab_path,
                                       data_dir, log, fused_kernels=not quick)
-  encoders = encoders_to_finetune(study, workdir, plan)
+  encoders = encoders_to_finetune(workdir, plan)
   scores = ablation_finetune.finetune_all(
       base.model, vocab_path, encoders, list(QUICK_SEEDS if quick else SEEDS),
       os.path.join(workdir, "finetune"), quick=quick, log=log)

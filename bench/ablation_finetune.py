@@ -170,8 +170,9 @@ def finetune_all(encoder_config: EncoderConfig, vocab_path: str, encoders: dict[
   for setting in (QUICK_TASKS if quick else TASKS).values():
     path = os.path.join(results_dir, f"{setting.name}.jsonl")
     done = _read_jsonl(path)
+    finished = {(r["encoder"], r["seed"]) for r in done}
     todo = [(name, seed) for name in encoders for seed in seeds
-            if (name, seed) not in {(r["encoder"], r["seed"]) for r in done}]
+            if (name, seed) not in finished]
     if todo:
       spec, train, dev = load_task(setting, tokenizer, dev_limit=64 if quick else None)
       tuner = MultiSeedFinetuner(encoder_config, setting, spec, train, dev)
