@@ -14,11 +14,15 @@ steps); the other two give every arm the same steps and report FLOPs. Each encod
 fine-tuned on movie-review polarity and TREC question types with several seeds (see
 ablation_finetune.py), beside a row without pretraining.
 
-Resumable: rerun the same command. Work is kept in --workdir (default
-~/.cache/electra_tf/ablation, outside the checkout): a finished arm (its `done.json`) and
-every finished fine-tuning run (a line in `finetune/<task>.jsonl`) are kept, and an
-interrupted arm resumes from its newest checkpoint. Results go to
-bench/results/ablation_<study>.{json,md} (and .png for the objectives study).
+Resumable: rerun the same command, on this machine or another. Checkpoints and TFRecords
+are kept in --workdir (default ~/.cache/electra_tf/ablation, outside the checkout); the
+ledger, bench/results/ablation/ (committed), keeps the learned vocab, each finished arm's
+pretraining record and every finished fine-tuning run (a line in
+`<study>/finetune/<task>.jsonl`). An arm is fine-tuned as soon as it has pretrained, so a
+finished arm needs nothing from the workdir again; an interrupted arm resumes from its
+newest checkpoint if the workdir survived, and starts over otherwise. The tables,
+bench/results/ablation/<study>/ablation_<study>.{json,md} (and .png for the objectives
+study), are rewritten after every arm.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ sys.path[:0] = [ROOT, HERE]
 
 import ablation_finetune  # noqa: E402
 
+from electra_tf import atomic  # noqa: E402
 from electra_tf.config import EncoderConfig, PretrainConfig  # noqa: E402
 from electra_tf.model import flops  # noqa: E402
 
@@ -110,13 +115,14 @@ def _with_steps(config: PretrainConfig, steps: int, two_stage: bool = False) -> 
 
 
 def arms(study: str) -> list[Arm]:
-  """The arms of `study`, in the paper's order."""
+  """The arms of `study`, in the order they run."""
   if study == "objectives":
     quarters = (0.25, 0.5, 0.75)
-    return [Arm("electra", {}, quarters), Arm("all_tokens_mlm", {"objective": "all_tokens_mlm"}),
+    # The comparison users care about first, so an interrupted study has it soonest.
+    return [Arm("electra", {}, quarters), Arm("mlm", {"objective": "mlm"}, quarters),
+            Arm("all_tokens_mlm", {"objective": "all_tokens_mlm"}),
             Arm("electra_15", {"objective": "electra_15"}),
             Arm("replace_mlm", {"objective": "replace_mlm"}),
-            Arm("mlm", {"objective": "mlm"}, quarters),
             Arm("two_stage", {"generator_fraction": 1.0, "embedding_sharing": "none",
                               "two_stage": True})]
   if study == "generator_size":
@@ -141,14 +147,18 @@ def arm_config(study: str, arm: Arm, base: PretrainConfig, steps: int) -> Pretra
   return _with_steps(config, int(budget // per_step), two_stage)
 
 
-def prepare_data(workdir: str, quick: bool, log=print):
-  """(vocab path, data dir): a vocab learned from the built-in corpus, and its TFRecords."""
+def prepare_data(workdir: str, ledger_root: str, quick: bool, log=print):
+  """(vocab path, data dir): a vocab learned from the built-in corpus, and its TFRecords.
+
+  The vocab lives in the ledger, so every machine that resumes a study reads the same one.
+  """
   from electra_tf.data import builtin, pretraining_data, vocab  # noqa: PLC0415
 
   corpus = builtin.builtin_corpus(builtin.default_cache_dir(),
                                   max_articles=QUICK_ARTICLES if quick else None)
-  vocab_path = os.path.join(workdir, "vocab.txt")
+  vocab_path = os.path.join(ledger_root, "vocab.txt")
   if not os.path.exists(vocab_path):
+    os.makedirs(ledger_root, exist_ok=True)
     start = time.time()
     learned = vocab.learn_vocab(corpus, QUICK_VOCAB if quick else VOCAB_SIZE,
                                 output_path=vocab_path)
@@ -168,7 +178,6 @@ def pretrain_arm(config: PretrainConfig, model_dir: str, vocab_path: str, data_d
       return json.load(f)
   import tf_keras  # noqa: PLC0415
 
-  from electra_tf import atomic  # noqa: PLC0415
   from electra_tf.data import manifest as manifest_lib  # noqa: PLC0415
   from electra_tf.data.vocab import load_vocab  # noqa: PLC0415
   from electra_tf.training import pretraining, strategy  # noqa: PLC0415
@@ -194,15 +203,13 @@ def pretrain_arm(config: PretrainConfig, model_dir: str, vocab_path: str, data_d
   return record
 
 
-def encoders_to_finetune(workdir: str, plan: list[tuple[Arm, PretrainConfig]]):
-  """{row name: checkpoint} for every arm (and its partial checkpoints), plus "random"."""
-  out = {"random": None}
-  for arm, config in plan:
-    model_dir = os.path.join(workdir, arm.name)
-    out[arm.name] = os.path.join(model_dir, "discriminator")
-    for fraction in arm.checkpoints_at:
-      step = int(round(fraction * config.num_train_steps))
-      out[f"{arm.name}@{fraction:.0%}"] = os.path.join(model_dir, "checkpoints", f"ckpt-{step}")
+def encoders_to_finetune(work: str, arm: Arm, config: PretrainConfig) -> dict:
+  """{row name: checkpoint} for the arm's final discriminator and its partial checkpoints."""
+  model_dir = os.path.join(work, arm.name)
+  out = {arm.name: os.path.join(model_dir, "discriminator")}
+  for fraction in arm.checkpoints_at:
+    step = int(round(fraction * config.num_train_steps))
+    out[f"{arm.name}@{fraction:.0%}"] = os.path.join(model_dir, "checkpoints", f"ckpt-{step}")
   return out
 
 
@@ -300,48 +307,85 @@ def _commit() -> str:
     return "unknown"
 
 
+def _write_results(study: str, ledger: str, plan, scores: dict, pretrain: dict,
+                   meta: dict, log=print) -> dict:
+  """Writes ablation_<study>.{json,md,png} in `ledger` from the rows finished so far."""
+  rows = summarise(study, plan, scores, pretrain) if scores else {}
+  pending = [arm.name for arm, _ in plan if arm.name not in rows]
+  result = {"study": study, "meta": meta, "rows": rows, "pending_arms": pending}
+  stem = os.path.join(ledger, f"ablation_{study}")
+  atomic.atomic_write_text(stem + ".json", json.dumps(result, indent=2))
+  table = markdown(study, rows, meta) if rows else f"### Ablation: {study}\n"
+  if pending:
+    table += f"\nStill to run: {', '.join(pending)}.\n"
+  atomic.atomic_write_text(stem + ".md", table)
+  if study == "objectives" and {"electra", "mlm", "random"} <= set(rows):
+    plot(rows, stem + ".png")
+  log(f"wrote {stem}.json and .md ({len(plan) - len(pending)} of {len(plan)} arms)")
+  return result
+
+
 def run_study(study: str, workdir: str, quick: bool = False, results_dir: str | None = None,
               log=print) -> dict:
-  """Runs (or resumes) one study; returns its results and writes them to `results_dir`."""
+  """Runs (or resumes) one study; returns its results.
+
+  Args:
+    workdir: arms' checkpoints and the TFRecords (`<workdir>/<study>/<arm>/`).
+    results_dir: the ledger, kept across machines (commit it): the vocab, each finished
+      arm's pretraining record (`<study>/pretrain/<arm>.json`), every finished fine-tuning
+      run (`<study>/finetune/<task>.jsonl`) and the tables. An arm whose fine-tuning runs are
+      all in the ledger is not run again, even where its checkpoints are gone; the tables are
+      rewritten after every arm. Default: `workdir`.
+  """
   started = time.time()
-  workdir = os.path.join(workdir, study)
-  os.makedirs(workdir, exist_ok=True)
-  vocab_path, data_dir = prepare_data(os.path.dirname(workdir), quick, log)
+  ledger_root = results_dir or workdir
+  ledger = os.path.join(ledger_root, study)
+  work = os.path.join(workdir, study)
+  os.makedirs(work, exist_ok=True)
+  vocab_path, data_dir = prepare_data(workdir, ledger_root, quick, log)
   from electra_tf.data.vocab import load_vocab  # noqa: PLC0415
 
   base = base_config(quick, load_vocab(vocab_path).size)
   steps = QUICK_STEPS if quick else ELECTRA_STEPS
+  seeds = list(QUICK_SEEDS if quick else SEEDS)
   plan = [(arm, arm_config(study, arm, base, steps)) for arm in arms(study)]
+  meta = {"command": " ".join(["python", "bench/ablation.py", *sys.argv[1:]]) if not quick
+          else f"python bench/ablation.py --study={study} --quick", "commit": _commit(),
+          "cpu": _cpu(), "seeds": seeds, "miniature": QUICK if quick else MINIATURE,
+          "vocab_size": base.model.vocab_size}
+  finetune_dir = os.path.join(ledger, "finetune")
+
+  def finetune(encoders: dict) -> dict:
+    return ablation_finetune.finetune_all(base.model, vocab_path, encoders, seeds,
+                                          finetune_dir, quick=quick, log=log)
+
+  def record_meta() -> dict:
+    return {**meta, "wall_time": f"{(time.time() - started) / 60:.0f} min in the last "
+            "invocation"}
+
+  all_encoders = {"random": None}
+  scores = finetune(all_encoders)
   pretrain = {}
   for arm, config in plan:
-    log(f"arm {arm.name}: {config.num_train_steps} steps, "
-        f"{flops.run_flops(config) / 1e15:.3f} PFLOP")
-    # A toy run skips the fused kernels: their XLA compiles would dominate its minutes.
-    pretrain[arm.name] = pretrain_arm(config, os.path.join(workdir, arm.name), vocab_path,
-                                      data_dir, log, fused_kernels=not quick)
-  encoders = encoders_to_finetune(workdir, plan)
-  scores = ablation_finetune.finetune_all(
-      base.model, vocab_path, encoders, list(QUICK_SEEDS if quick else SEEDS),
-      os.path.join(workdir, "finetune"), quick=quick, log=log)
-  rows = summarise(study, plan, scores, pretrain)
-  elapsed = time.time() - started
-  meta = {"command": " ".join(["python", "bench/ablation.py", *sys.argv[1:]]),
-          "commit": _commit(), "cpu": _cpu(),
-          "wall_time": f"{elapsed / 60:.0f} min in the last invocation",
-          "seeds": QUICK_SEEDS if quick else SEEDS,
-          "miniature": QUICK if quick else MINIATURE, "vocab_size": base.model.vocab_size}
-  result = {"study": study, "meta": meta, "rows": rows}
-  out_dir = results_dir or workdir
-  os.makedirs(out_dir, exist_ok=True)
-  stem = os.path.join(out_dir, f"ablation_{study}")
-  with open(stem + ".json", "w", encoding="utf-8") as f:
-    json.dump(result, f, indent=2)
-  with open(stem + ".md", "w", encoding="utf-8") as f:
-    f.write(markdown(study, rows, meta))
-  if study == "objectives":
-    plot(rows, stem + ".png")
-  log(f"wrote {stem}.json and .md")
-  return result
+    record_path = os.path.join(ledger, "pretrain", f"{arm.name}.json")
+    encoders = encoders_to_finetune(work, arm, config)
+    all_encoders.update(encoders)
+    finished = os.path.exists(record_path) and not ablation_finetune.pending(
+        encoders, seeds, finetune_dir, quick)
+    if not finished:
+      log(f"arm {arm.name}: {config.num_train_steps} steps, "
+          f"{flops.run_flops(config) / 1e15:.3f} PFLOP")
+      # A toy run skips the fused kernels: their XLA compiles would dominate its minutes.
+      record = pretrain_arm(config, os.path.join(work, arm.name), vocab_path, data_dir, log,
+                            fused_kernels=not quick)
+      os.makedirs(os.path.dirname(record_path), exist_ok=True)
+      atomic.atomic_write_text(record_path, json.dumps(record, indent=2))
+    with open(record_path, encoding="utf-8") as f:
+      pretrain[arm.name] = json.load(f)
+    scores = finetune(all_encoders)
+    if not finished:
+      _write_results(study, ledger, plan, scores, pretrain, record_meta(), log)
+  return _write_results(study, ledger, plan, scores, pretrain, record_meta(), log)
 
 
 def main() -> None:
@@ -353,10 +397,12 @@ def main() -> None:
                       help="where arms and fine-tuning runs are kept (default: the electra_tf "
                       "cache, ~/.cache/electra_tf/ablation, outside the checkout)")
   parser.add_argument("--results_dir", default=None,
-                      help="default: bench/results (the workdir with --quick)")
+                      help="the ledger (default: bench/results/ablation; the workdir with "
+                      "--quick)")
   args = parser.parse_args()
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-  results = args.results_dir or (None if args.quick else os.path.join(HERE, "results"))
+  results = args.results_dir or (None if args.quick else
+                                  os.path.join(HERE, "results", "ablation"))
   if args.workdir is None:
     from electra_tf.data import builtin  # noqa: PLC0415
 

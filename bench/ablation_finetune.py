@@ -195,6 +195,17 @@ def finetune_all(encoder_config: EncoderConfig, vocab_path: str, encoders: dict[
   return out
 
 
+def pending(encoders: dict, seeds: list[int], results_dir: str, quick: bool = False) -> list:
+  """The (task, encoder, seed) runs of `encoders` not yet in `results_dir`."""
+  out = []
+  for setting in (QUICK_TASKS if quick else TASKS).values():
+    done = {(r["encoder"], r["seed"])
+            for r in _read_jsonl(os.path.join(results_dir, f"{setting.name}.jsonl"))}
+    out += [(setting.name, name, seed) for name in encoders for seed in seeds
+            if (name, seed) not in done]
+  return out
+
+
 def _read_jsonl(path: str) -> list[dict]:
   if not os.path.exists(path):
     return []

@@ -34,7 +34,6 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text  # registers the tf.text ops the text signatures use
 from tensorflow_serving.apis import prediction_log_pb2
-from testing_utils import command_env, run_command
 requests = json.load(open(sys.argv[1]))
 out = {}
 for name, path in requests["exports"].items():
