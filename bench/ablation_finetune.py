@@ -174,8 +174,7 @@ def finetune_all(encoder_config: EncoderConfig, vocab_path: str, encoders: dict[
     todo = [(name, seed) for name in encoders for seed in seeds
             if (name, seed) not in finished]
     if todo:
-      spec, train, dev = load_task(setting, tokenizer, dev_limit=64 if quick else None)
-      tuner = MultiSeedFinetuner(encoder_config, setting, spec, train, dev)
+      tuner = _tuner(encoder_config, setting, vocab_path, tokenizer, quick)
       weights_of = {}
       for name, seed in todo:
         key = (name, None if encoders[name] else seed)
@@ -193,6 +192,20 @@ def finetune_all(encoder_config: EncoderConfig, vocab_path: str, encoders: dict[
       if record["encoder"] in encoders:
         out[setting.name].setdefault(record["encoder"], []).append(record["accuracy"])
   return out
+
+
+_TUNERS: dict = {}
+
+
+def _tuner(encoder_config: EncoderConfig, setting: TaskSetting, vocab_path: str,
+           tokenizer: WordPieceTokenizer, quick: bool) -> MultiSeedFinetuner:
+  """One MultiSeedFinetuner per (sizes, task, vocab) for the process: traced once, reused by
+  every later call (a study fine-tunes after each arm)."""
+  key = (encoder_config, setting, os.path.abspath(vocab_path), quick)
+  if key not in _TUNERS:
+    spec, train, dev = load_task(setting, tokenizer, dev_limit=64 if quick else None)
+    _TUNERS[key] = MultiSeedFinetuner(encoder_config, setting, spec, train, dev)
+  return _TUNERS[key]
 
 
 def pending(encoders: dict, seeds: list[int], results_dir: str, quick: bool = False) -> list:
