@@ -6,7 +6,8 @@ A discriminator export:         config.json ({"encoder": ...}), ckpt.*, vocab.tx
 A converted checkpoint folder:  config.json ({"pretrain": ...}), ckpt.*, vocab.txt
 A fine-tuning output_dir:       finetune.json, checkpoints/, best/, eval_results.json, train/, eval/
 A fine-tuned model (best/):     finetune.json, ckpt.*, vocab.txt, the best epoch's predictions
-A pretraining data dir:         manifest.json and its shards
+A pretraining data dir:         manifest.json and its shards; held_out/, a data dir of its
+                                own, when built with a held-out split
 
 Runs and checkpoints written by earlier versions use the same names: changing one breaks
 resuming, converting and exporting them.
@@ -25,3 +26,4 @@ FINETUNE_RECORD = "finetune.json"  # task, encoder and fine-tuning configs of a 
 BEST_SUBDIR = "best"  # the best epoch's fine-tuned model
 RESULTS_NAME = "eval_results.json"  # every epoch's scores and the best
 MANIFEST_NAME = "manifest.json"  # what a pretraining data dir holds and how it was built
+HELD_OUT_SUBDIR = "held_out"  # the documents a data build set aside for evaluation

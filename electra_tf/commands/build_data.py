@@ -10,10 +10,13 @@ Without installing: python -m electra_tf.commands.build_data.
 
 from __future__ import annotations
 
+import os
+
 from absl import flags
 
 from electra_tf import cli  # stdlib only: --help stays fast
 from electra_tf.data import io_utils
+from electra_tf.filenames import HELD_OUT_SUBDIR
 
 FLAGS = flags.FLAGS
 
@@ -35,6 +38,10 @@ def _define_flags() -> None:
   flags.DEFINE_integer("min_shards", 1,
                        "At least this many output shards (e.g. the number of input hosts); "
                        "there is also one per worker and one per 64 MB of text.")
+  flags.DEFINE_float("holdout_fraction", 0.0,
+                     "Share of documents set aside, whole, in <output_dir>/held_out for "
+                     "held-out evaluation (pretrain.py uses it when --train_data is this "
+                     "dir); e.g. 0.01. 0: no split.")
   flags.DEFINE_integer("seed", 0, "Random seed; same seed, inputs and shard count: same data.")
   flags.DEFINE_boolean("overwrite", False, "Replace --output_dir if it already holds data.")
   flags.DEFINE_string("cache_dir", None,
@@ -55,11 +62,15 @@ def _build() -> None:
       input_files, vocab.load_vocab(vocab_file), FLAGS.output_dir,
       max_seq_length=FLAGS.max_seq_length, lower_case=FLAGS.lower_case,
       num_workers=FLAGS.num_workers or None, seed=FLAGS.seed, overwrite=FLAGS.overwrite,
-      min_shards=FLAGS.min_shards)
+      min_shards=FLAGS.min_shards, holdout_fraction=FLAGS.holdout_fraction)
   mb = manifest.record_bytes / 1e6
   print(f"wrote {manifest.examples:,} examples ({manifest.tokens:,} tokens) from "
         f"{manifest.documents:,} documents to {len(manifest.shards)} shard(s), {mb:,.1f} MB, "
         f"in {FLAGS.output_dir} ({manifest.build_seconds:.1f} s)")
+  if FLAGS.holdout_fraction:
+    held_out = pretraining_data.read_manifest(os.path.join(FLAGS.output_dir, HELD_OUT_SUBDIR))
+    print(f"held out {held_out.examples:,} examples ({held_out.tokens:,} tokens) from "
+          f"{held_out.documents:,} documents in {held_out.data_dir}")
 
 
 def main(argv: list[str]) -> None:

@@ -21,7 +21,12 @@ from electra_tf import cli, presets  # stdlib only: --help stays fast
 from electra_tf import config as config_lib
 from electra_tf.config import ConfigError, EncoderConfig, PretrainConfig
 from electra_tf.errors import UserError, check_field_types
-from electra_tf.filenames import DATA_SUBDIR, DISCRIMINATOR_SUBDIR, EVAL_DATA_SUBDIR
+from electra_tf.filenames import (
+  DATA_SUBDIR,
+  DISCRIMINATOR_SUBDIR,
+  EVAL_DATA_SUBDIR,
+  HELD_OUT_SUBDIR,
+)
 
 # Modules that load TensorFlow are imported inside the functions that use them: --help and
 # flag errors answer before TensorFlow starts.
@@ -99,7 +104,8 @@ flags.DEFINE_string("eval_data", None,
                     "every --eval_every steps and at the end: generator MLM loss and "
                     "accuracy, discriminator loss, accuracy and AUC, on the same batches, "
                     "masks and draws each time (TensorBoard: model_dir/eval). Default with "
-                    "the built-in corpus: its held-out articles (SQuAD v1.1 dev contexts).")
+                    "the built-in corpus: its held-out articles (SQuAD v1.1 dev contexts); with "
+                    "a --train_data dir built with --holdout_fraction: its held_out/ split.")
 flags.DEFINE_integer("eval_every", None, "Steps between held-out evaluations (0: at the end "
                      "only). Default: checkpoint_steps.")
 flags.DEFINE_integer("eval_batches", 50, "Global batches per held-out evaluation.")
@@ -239,6 +245,10 @@ def resolve_held_out(config, model_dir: str, vocab):
   from electra_tf.training.evaluation import HeldOut
 
   every = config.checkpoint_steps if FLAGS.eval_every is None else FLAGS.eval_every
+  set_aside = FLAGS.train_data and os.path.join(FLAGS.train_data, HELD_OUT_SUBDIR)
+  if not FLAGS.eval_data and set_aside and manifest_lib.is_data_dir(set_aside):
+    print(f"held-out data: {set_aside} (set aside when the data was built)", flush=True)
+    FLAGS.eval_data = set_aside
   if FLAGS.eval_data:
     files = records.resolve_files(FLAGS.eval_data, vocab, config.max_seq_length)
     records.check_first_record(files, config.max_seq_length)

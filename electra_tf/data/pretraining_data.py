@@ -27,7 +27,7 @@ from electra_tf.data.manifest import (
 )
 from electra_tf.data.vocab import Vocab, load_vocab
 from electra_tf.errors import UserError
-from electra_tf.filenames import MANIFEST_NAME
+from electra_tf.filenames import HELD_OUT_SUBDIR, MANIFEST_NAME
 
 __all__ = ["build_pretraining_data", "build_if_needed", "read_manifest", "check_manifest",
            "Manifest"]
@@ -152,7 +152,8 @@ def build_pretraining_data(input_files: str | list[str], vocab: Vocab | str, out
                            max_seq_length: int = 128, lower_case: bool = True,
                            num_workers: int | None = None, seed: int = 0,
                            overwrite: bool = False, min_shards: int = 1,
-                           show_progress: bool = True) -> Manifest:
+                           show_progress: bool = True,
+                           holdout_fraction: float = 0.0) -> Manifest:
   """Builds TFRecord shards of packed examples and their manifest in `output_dir`.
 
   Args:
@@ -168,6 +169,10 @@ def build_pretraining_data(input_files: str | list[str], vocab: Vocab | str, out
     min_shards: at least this many shards (e.g. one per input host); there are also at
       least one per worker and one per 64 MB of text.
     show_progress: print a progress line on stderr.
+    holdout_fraction: the share of documents set aside, whole, in `output_dir/held_out`
+      (a data dir of its own, for `pretrain.py --eval_data`); each document is drawn
+      with this probability from a stream seeded by `seed`. 0 builds no held-out split
+      and leaves the training data exactly as without the option.
 
   Returns:
     The manifest of the finished data dir.
@@ -184,6 +189,9 @@ def build_pretraining_data(input_files: str | list[str], vocab: Vocab | str, out
                     "per core")
   if min_shards < 1:
     raise UserError(f"--min_shards={min_shards} must be 1 or more")
+  if not 0.0 <= holdout_fraction < 0.5:
+    raise UserError(f"--holdout_fraction={holdout_fraction} is out of range; give a share of "
+                    "documents in [0, 0.5), e.g. 0.01")
   pattern = input_files if isinstance(input_files, str) else ",".join(input_files)
   files = io_utils.expand_patterns(input_files)
   _check_inputs(files, pattern)
@@ -195,33 +203,50 @@ def build_pretraining_data(input_files: str | list[str], vocab: Vocab | str, out
   plan = plan_units(files, max(num_workers, min_shards, math.ceil(total / TEXT_BYTES_PER_SHARD)))
   started = time.monotonic()
   with io_utils.staging_dir(output_dir) as staging:
+    held_out_dir = os.path.join(staging, HELD_OUT_SUBDIR)
+    if holdout_fraction:
+      os.makedirs(held_out_dir)
     units = [shard_writer.Unit(i, segments, os.path.join(staging, f"shard-{i:05d}.tfrecord"),
-                               vocab.path, vocab.md5, lower_case, max_seq_length, seed)
+                               vocab.path, vocab.md5, lower_case, max_seq_length, seed,
+                               holdout_fraction,
+                               os.path.join(held_out_dir, f"shard-{i:05d}.tfrecord"))
              for i, segments in enumerate(plan)]
     progress = _Progress(total, show_progress)
     results = sorted(_run_units(units, min(num_workers, len(units)), progress),
                      key=lambda r: r["index"])
     # Worker reports may still be in flight: the final line uses the workers' own counts.
-    progress.done, progress.documents = total, sum(r["documents"] for r in results)
+    progress.done = total
+    progress.documents = sum(r["documents"] + r["held_out"]["documents"] for r in results)
     progress.show(final=True)
     if not sum(r["examples"] for r in results):
       raise UserError(f"no text in {pattern}: only blank lines or whitespace; give UTF-8 "
                       "text, one sentence per line, a blank line between documents")
-    shards = []
-    for unit, result in zip(units, results, strict=True):
-      if not result["examples"]:
-        os.remove(unit.output_path)  # a unit of blank lines: an empty shard helps no one
-        continue
-      shards.append(ShardInfo(os.path.basename(unit.output_path), result["examples"],
-                              os.path.getsize(unit.output_path)))
-    manifest = Manifest(
-        data_dir=staging, documents=sum(r["documents"] for r in results),
-        examples=sum(r["examples"] for r in results),
-        tokens=sum(r["tokens"] for r in results), vocab_md5=vocab.md5, vocab_size=vocab.size,
-        vocab_file=vocab.path, lower_case=lower_case, max_seq_length=max_seq_length,
-        seed=seed, num_workers=num_workers, shards=tuple(shards), inputs=inputs,
-        build_seconds=round(time.monotonic() - started, 3))
-    manifest.write()
+    def manifest_of(data_dir: str, paths: list[str], counts: list[dict]) -> Manifest:
+      shards = []
+      for path, count in zip(paths, counts, strict=True):
+        if not count["examples"]:
+          os.remove(path)  # a unit of blank lines: an empty shard helps no one
+          continue
+        shards.append(ShardInfo(os.path.basename(path), count["examples"],
+                                os.path.getsize(path)))
+      manifest = Manifest(
+          data_dir=data_dir, documents=sum(c["documents"] for c in counts),
+          examples=sum(c["examples"] for c in counts),
+          tokens=sum(c["tokens"] for c in counts), vocab_md5=vocab.md5,
+          vocab_size=vocab.size, vocab_file=vocab.path, lower_case=lower_case,
+          max_seq_length=max_seq_length, seed=seed, num_workers=num_workers,
+          shards=tuple(shards), inputs=inputs,
+          build_seconds=round(time.monotonic() - started, 3))
+      manifest.write()
+      return manifest
+
+    if holdout_fraction:
+      held_out = manifest_of(held_out_dir, [u.holdout_path for u in units],
+                             [r["held_out"] for r in results])
+      if not held_out.examples:
+        raise UserError(f"--holdout_fraction={holdout_fraction} set aside none of the "
+                        f"{progress.documents:,} documents; raise it or leave it 0")
+    manifest = manifest_of(staging, [u.output_path for u in units], results)
     _check_output_dir(output_dir, overwrite)  # it may have appeared while we worked
     io_utils.replace_dir(staging, output_dir)
   return dataclasses.replace(manifest, data_dir=os.path.abspath(output_dir))

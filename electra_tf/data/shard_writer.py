@@ -37,6 +37,8 @@ class Unit:
   lower_case: bool
   max_seq_length: int
   seed: int
+  holdout_fraction: float = 0.0
+  holdout_path: str | None = None  # the held-out shard, when holdout_fraction > 0
 
 
 def _line_batches(segments: tuple[tuple[str, int, int], ...]
@@ -96,8 +98,43 @@ def _tokenizer(unit: Unit) -> WordPieceTokenizer:
   return _worker_state["tokenizer"]
 
 
+class _Router:
+  """Sends each document to the training builder or, with probability holdout_fraction,
+  to the held-out one; the draw is seeded by (seed, unit), so a rebuild splits alike."""
+
+  def __init__(self, unit: Unit, cls_id: int, sep_id: int):
+    def builder(tag: str) -> ExampleBuilder:
+      return ExampleBuilder(unit.max_seq_length, cls_id, sep_id,
+                            random.Random(f"{unit.seed}:{unit.index}{tag}"))
+
+    self.fraction = unit.holdout_fraction
+    self.train = builder("")
+    self.held_out = builder(":held_out") if self.fraction > 0 else None
+    self._draw = random.Random(f"{unit.seed}:{unit.index}:split")
+    self.current = self._next()
+
+  def _next(self) -> ExampleBuilder:
+    if self.held_out is None or self._draw.random() >= self.fraction:
+      return self.train
+    return self.held_out
+
+  @property
+  def documents(self) -> int:
+    return self.train.documents + (self.held_out.documents if self.held_out else 0)
+
+  def add(self, sentence: list[int] | None) -> tuple[bool, list]:
+    """(held out?, packed examples) after one sentence, or a document end for None."""
+    builder = self.current
+    if sentence is not None:
+      return builder is self.held_out, builder.add_sentence(sentence)
+    packed = builder.end_document()
+    self.current = self._next()
+    return builder is self.held_out, packed
+
+
 def build_unit(unit: Unit, report: Callable[[tuple[int, int]], None] | None = None) -> dict:
-  """Tokenizes, packs and writes one unit to its shard; returns its counts.
+  """Tokenizes, packs and writes one unit to its shard (and its held-out documents to the
+  held-out shard); returns its counts.
 
   `report` receives (bytes read, documents finished) after each batch of lines; in a
   pool worker it defaults to the progress queue set by `init_worker`.
@@ -107,26 +144,35 @@ def build_unit(unit: Unit, report: Callable[[tuple[int, int]], None] | None = No
   report = report or _worker_state["queue"].put
   tokenizer = _tokenizer(unit)
   vocab = tokenizer.vocab
-  builder = ExampleBuilder(unit.max_seq_length, vocab.cls_id, vocab.sep_id,
-                           random.Random(f"{unit.seed}:{unit.index}"))
-  examples = tokens = 0
-  with tf.io.TFRecordWriter(unit.output_path) as writer:
+  router = _Router(unit, vocab.cls_id, vocab.sep_id)
+  counts = {False: [0, 0], True: [0, 0]}  # held out? -> [examples, tokens]
+  writers = {False: tf.io.TFRecordWriter(unit.output_path)}
+  if router.held_out is not None:
+    writers[True] = tf.io.TFRecordWriter(unit.holdout_path)
+  try:
     for items, size in _line_batches(unit.segments):
       lines = [item for item in items if item is not None]
       ids = tokenizer.tokenize(lines) if lines else None
       flat = ids.flat_values.numpy().tolist() if lines else []
       splits = ids.row_splits.numpy().tolist() if lines else []
-      documents_before, row = builder.documents, 0
+      documents_before, row = router.documents, 0
       for item in items:
-        if item is None:
-          packed = builder.end_document()
-        else:
-          packed = builder.add_sentence(flat[splits[row]:splits[row + 1]])
+        sentence = None
+        if item is not None:
+          sentence = flat[splits[row]:splits[row + 1]]
           row += 1
+        held_out, packed = router.add(sentence)
         for input_ids, segment_ids in packed:
-          writer.write(_serialize(input_ids, segment_ids, unit.max_seq_length, vocab.pad_id))
-          examples += 1
-          tokens += len(input_ids)
-      report((size, builder.documents - documents_before))
-  return {"index": unit.index, "documents": builder.documents, "examples": examples,
-          "tokens": tokens}
+          writers[held_out].write(
+              _serialize(input_ids, segment_ids, unit.max_seq_length, vocab.pad_id))
+          counts[held_out][0] += 1
+          counts[held_out][1] += len(input_ids)
+      report((size, router.documents - documents_before))
+  finally:
+    for writer in writers.values():
+      writer.close()
+  held = router.held_out
+  return {"index": unit.index, "documents": router.train.documents,
+          "examples": counts[False][0], "tokens": counts[False][1],
+          "held_out": {"documents": held.documents if held else 0,
+                       "examples": counts[True][0], "tokens": counts[True][1]}}

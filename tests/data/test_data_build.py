@@ -5,12 +5,13 @@ import os
 
 import pytest
 import tensorflow as tf
-from toy_data import NUM_DOCUMENTS, WORDS_PER_DOCUMENT
+from toy_data import NUM_DOCUMENTS, WORDS_PER_DOCUMENT, write_corpus
 
 from electra_tf import features
 from electra_tf.data import io_utils
 from electra_tf.data.manifest import read_manifest
 from electra_tf.data.pretraining_data import build_pretraining_data, plan_units
+from electra_tf.errors import UserError
 
 L = 64
 
@@ -144,3 +145,49 @@ def test_ten_megabyte_line_is_packed_in_full(tmp_path, toy_vocab):
   special = manifest.tokens - len(words)
   assert 2 * manifest.examples <= special <= 3 * manifest.examples
   assert manifest.examples == pytest.approx(len(words) / 125, rel=0.02)
+
+
+def _documents(manifest, vocab) -> set[int]:
+  """The toy documents whose words fill the records of `manifest`."""
+  specials = {vocab.cls_id, vocab.sep_id, vocab.pad_id}
+  return {int(vocab.tokens[i][1:]) // WORDS_PER_DOCUMENT
+          for row in read_records(manifest) for i in row[features.INPUT_IDS] if i not in specials}
+
+
+def _words(manifest, vocab) -> int:
+  specials = {vocab.cls_id, vocab.sep_id, vocab.pad_id}
+  return sum(i not in specials for row in read_records(manifest) for i in row[features.INPUT_IDS])
+
+
+def test_holdout_sets_whole_documents_aside(tmp_path, toy_vocab):
+  corpus = str(tmp_path / "corpus.txt")
+  write_corpus(corpus, num_documents=2 * NUM_DOCUMENTS, seed=5)  # documents 0..79, one file
+  kwargs = dict(max_seq_length=L, num_workers=1, min_shards=2, seed=3, show_progress=False)
+  plain = build_pretraining_data(corpus, toy_vocab, str(tmp_path / "plain"), **kwargs)
+  split = build_pretraining_data(corpus, toy_vocab, str(tmp_path / "split"),
+                                 holdout_fraction=0.25, **kwargs)
+  held = read_manifest(os.path.join(split.data_dir, "held_out"))
+  assert not os.path.exists(os.path.join(plain.data_dir, "held_out"))
+  train_docs, held_docs = _documents(split, toy_vocab), _documents(held, toy_vocab)
+  assert not train_docs & held_docs, "a document was split between train and held-out"
+  assert train_docs | held_docs == _documents(plain, toy_vocab) == set(range(80))
+  assert 8 <= len(held_docs) <= 32  # about a quarter of 80
+  assert split.documents + held.documents == plain.documents
+  # Every word lands on one side ([CLS]/[SEP] counts vary with the packing).
+  assert _words(split, toy_vocab) + _words(held, toy_vocab) == _words(plain, toy_vocab)
+  assert held.vocab_md5 == split.vocab_md5 and held.max_seq_length == L
+  # The same seed splits alike.
+  again = build_pretraining_data(corpus, toy_vocab, str(tmp_path / "again"),
+                                 holdout_fraction=0.25, **kwargs)
+  assert _documents(read_manifest(os.path.join(again.data_dir, "held_out")), toy_vocab) == \
+      held_docs
+
+
+@pytest.mark.parametrize("fraction, needle", [(0.6, "out of range"), (1e-9, "set aside none")])
+def test_bad_holdout_fraction_is_refused_and_writes_nothing(tmp_path, toy_corpus, toy_vocab,
+                                                            fraction, needle):
+  out = str(tmp_path / "data")
+  with pytest.raises(UserError, match=needle):
+    build_pretraining_data(toy_corpus, toy_vocab, out, max_seq_length=L, num_workers=1,
+                           show_progress=False, holdout_fraction=fraction)
+  assert not os.path.exists(out) and os.listdir(tmp_path) == []

@@ -13,13 +13,21 @@ def _eval_lines(output: str) -> list[str]:
   return [line for line in output.splitlines() if line.startswith("eval step ")]
 
 
-def test_eval_data_curves_and_eval_only_repeats(tmp_path, shards):
+def test_held_out_split_curves_and_eval_only_repeats(tmp_path):
+  from electra_tf.data import builtin, pretraining_data, vocab
+
+  # Data built with a held-out split: --train_data alone evaluates on its held_out/.
+  corpus = builtin.builtin_corpus(str(tmp_path / "cache"), max_articles=6)
+  data = str(tmp_path / "data")
+  pretraining_data.build_pretraining_data(corpus, vocab.builtin_vocab_path(), data,
+                                          max_seq_length=64, num_workers=1, min_shards=2,
+                                          show_progress=False, holdout_fraction=0.3)
   run = tmp_path / "run"
-  common = [f"--model_dir={run}", f"--train_data={shards}", f"--eval_data={shards}",
-            "--eval_batches=2", *ARGS]
+  common = [f"--model_dir={run}", f"--train_data={data}", "--eval_batches=2", *ARGS]
   result = run_command("pretrain", *common, "--num_train_steps=8", "--eval_every=4",
                        "--checkpoint_steps=4", timeout=400)
   assert result.returncode == 0, result.stderr[-3000:]
+  assert f"held-out data: {data}/held_out (set aside" in result.stdout
   lines = _eval_lines(result.stdout)
   assert [line.split(" | ")[0] for line in lines] == ["eval step 4", "eval step 8"]
   for name in ("gen_accuracy", "disc_auc", "disc_loss", "frequency baseline"):
