@@ -25,3 +25,5 @@ FINETUNE_RECORD = "finetune.json"  # task, encoder and fine-tuning configs of a 
 BEST_SUBDIR = "best"  # the best epoch's fine-tuned model
 RESULTS_NAME = "eval_results.json"  # every epoch's scores and the best
 MANIFEST_NAME = "manifest.json"  # what a pretraining data dir holds and how it was built
+BERT_CONFIG_NAME = "bert_config.json"  # a TF1 checkpoint's (main) encoder, BERT's config keys
+GENERATOR_CONFIG_NAME = "generator_config.json"  # a TF1 checkpoint's generator, the same keys

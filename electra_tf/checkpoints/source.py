@@ -69,12 +69,13 @@ def find_vocab(*directories: str) -> str | None:
 
 
 def pretrain_config(model: EncoderConfig, generator: EncoderConfig | None = None,
-                    objective: str = "electra") -> PretrainConfig:
+                    objective: str = "electra",
+                    embedding_sharing: str = "tied") -> PretrainConfig:
   """A PretrainConfig around imported sizes; the training fields keep their defaults.
 
   max_seq_length is capped by the position table so that short-position models load.
   """
-  values = {"model": model, "objective": objective,
+  values = {"model": model, "objective": objective, "embedding_sharing": embedding_sharing,
             "max_seq_length": min(128, model.max_position_embeddings)}
   if generator is not None and generator != model:
     values["generator"] = generator
