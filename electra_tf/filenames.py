@@ -8,6 +8,8 @@ A fine-tuning output_dir:       finetune.json, checkpoints/, best/, eval_results
 A fine-tuned model (best/):     finetune.json, ckpt.*, vocab.txt, the best epoch's predictions
 A pretraining data dir:         manifest.json and its shards; held_out/, a data dir of its
                                 own, when built with a held-out split
+A TF1 export (authors' layout): checkpoint, model.ckpt.*, bert_config.json,
+                                generator_config.json (with a generator), vocab.txt
 
 Runs and checkpoints written by earlier versions use the same names: changing one breaks
 resuming, converting and exporting them.
@@ -27,3 +29,7 @@ BEST_SUBDIR = "best"  # the best epoch's fine-tuned model
 RESULTS_NAME = "eval_results.json"  # every epoch's scores and the best
 MANIFEST_NAME = "manifest.json"  # what a pretraining data dir holds and how it was built
 HELD_OUT_SUBDIR = "held_out"  # the documents a data build set aside for evaluation
+TF1_CKPT_NAME = "model.ckpt"  # name-based checkpoint prefix of a TF1 export
+TF1_STATE_NAME = "checkpoint"  # the state file tf.train.latest_checkpoint reads
+BERT_CONFIG_NAME = "bert_config.json"  # a TF1 checkpoint's (main) encoder, BERT's config keys
+GENERATOR_CONFIG_NAME = "generator_config.json"  # a TF1 checkpoint's generator, the same keys

@@ -7,3 +7,5 @@ converter.py; this file stays free of TensorFlow so that commands can read it qu
 # electra-convert --from=KIND: the Source kinds each accepts.
 IMPORT_KINDS = {"tf1": ("tf1",), "hf": ("hf",),
                 "electra_tf": ("converted", "model_dir", "discriminator_export")}
+# electra-convert --to=KIND: Hugging Face folders or the authors' TF1 layout.
+EXPORT_KINDS = ("hf", "tf1")

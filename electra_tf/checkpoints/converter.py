@@ -1,4 +1,4 @@
-"""The converter: load TF1 / Hugging Face / our checkpoints, save ours, write Hugging Face.
+"""The converter: load TF1 / Hugging Face / our checkpoints; save ours, TF1 or Hugging Face.
 
 Every source is read into one naming scheme (the authors' TF1 names, see names.py) and
 assigned to built networks through one function, so a missing tensor or a shape mismatch
@@ -9,12 +9,12 @@ Example:
   >>> loaded.discriminator(inputs)  # [B, L] logits
   >>> save(loaded, "ckpt/base")  # then: pretrain.py / finetune.py --init_checkpoint=ckpt/base
   >>> export_hf("runs/small", "hf_out")  # hf_out/discriminator, hf_out/generator
+  >>> export_tf1("runs/small", "tf1_out")  # the authors' layout: tf1_out/model.ckpt, ...
   >>> convert("hf", None, "path/to/hf_folder", "ckpt/base")  # what electra-convert runs
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -23,52 +23,18 @@ from collections.abc import Callable
 import tensorflow as tf
 
 from electra_tf import atomic, cli
-from electra_tf.checkpoints import IMPORT_KINDS, hf, names, native, tf1
-from electra_tf.checkpoints.source import Source, encoder_as_discriminator, merge
+from electra_tf.checkpoints import EXPORT_KINDS, IMPORT_KINDS, hf, names, native, tf1, tf1_writer
+from electra_tf.checkpoints.source import (
+  Loaded,
+  RestoreReport,
+  Source,
+  encoder_as_discriminator,
+  merge,
+)
 from electra_tf.config import PretrainConfig
 from electra_tf.errors import UserError
 from electra_tf.filenames import CKPT_NAME, CONFIG_NAME, VOCAB_NAME
 from electra_tf.model import networks
-
-
-@dataclasses.dataclass
-class RestoreReport:
-  """What a restore did: tensors assigned, source tensors ignored, parts left initialized."""
-
-  source: str
-  restored: int
-  extra: int
-  initialized: list[str] = dataclasses.field(default_factory=list)
-  notes: list[str] = dataclasses.field(default_factory=list)
-
-  def summary(self) -> str:
-    text = (f"restored {self.restored} tensors from {self.source}, "
-            f"ignored {self.extra} other tensors (optimizer slots, poolers, unused heads)")
-    if self.initialized:
-      text += f"; not in the source, kept initialized: {', '.join(self.initialized)}"
-    return "; ".join([text] + self.notes)
-
-
-@dataclasses.dataclass
-class Loaded:
-  """A checkpoint loaded into built networks.
-
-  Attributes:
-    config: sizes derived from the source (training fields keep their defaults). When the
-      source has no generator, config.generator is the derived default and `generator` is None.
-    generator: the built Generator, or None.
-    discriminator: the built Discriminator, or None (a lone MLM / ElectraForMaskedLM).
-    vocab_path: vocab.txt found with the weights, or None.
-    source: "hf", "tf1", "converted", "model_dir" or "discriminator_export".
-    report: what the restore did.
-  """
-
-  config: PretrainConfig
-  generator: networks.Generator | None
-  discriminator: networks.Discriminator | None
-  vocab_path: str | None
-  source: str
-  report: RestoreReport
 
 
 def read_source(path: str, *, num_heads: int | None = None,
@@ -265,18 +231,34 @@ def export_hf(loaded_or_path: Loaded | str, output_dir: str, *, overwrite: bool 
   return _write_dir(output_dir, overwrite, write)
 
 
+def export_tf1(loaded_or_path: Loaded | str, output_dir: str, *, overwrite: bool = False) -> str:
+  """Write the authors' TF1 layout into output_dir (see tf1_writer): model.ckpt, its
+  `checkpoint` state file, bert_config.json (+ generator_config.json, vocab.txt).
+
+  Args: as in `export_hf`.
+  """
+  loaded = loaded_or_path if isinstance(loaded_or_path, Loaded) else load(loaded_or_path)
+  _networks(loaded)
+  return _write_dir(output_dir, overwrite, lambda tmp: tf1_writer.write_tf1(
+      tmp, loaded.generator, loaded.discriminator, loaded.vocab_path))
+
+
 def convert(direction_from: str | None, direction_to: str | None, input_path: str | None,
             output: str | None, generator_input: str | None = None,
             num_heads: int | None = None, overwrite: bool = False) -> str:
   """Import `input_path` into our format (direction_from: a key of IMPORT_KINDS) or export
-  it to Hugging Face folders (direction_to="hf"); returns the line the command prints.
+  it (direction_to: "hf" or "tf1", EXPORT_KINDS); returns the line the command prints.
 
   Raises:
     UserError: bad arguments, an input of another kind than `direction_from`, or an
       unreadable checkpoint.
   """
   if bool(direction_from) == bool(direction_to):
-    raise UserError("give exactly one of --from=tf1|hf|electra_tf (import) or --to=hf (export)")
+    raise UserError(f"give exactly one of --from={'|'.join(IMPORT_KINDS)} (import) or "
+                    f"--to={'|'.join(EXPORT_KINDS)} (export)")
+  if direction_from not in (None, *IMPORT_KINDS) or direction_to not in (None, *EXPORT_KINDS):
+    raise UserError(f"unknown format {direction_from or direction_to!r}: --from takes "
+                    f"{', '.join(IMPORT_KINDS)}; --to takes {', '.join(EXPORT_KINDS)}")
   if not input_path or not output:
     raise UserError("--input and --output are required")
   if num_heads is not None and num_heads < 1:
@@ -288,10 +270,10 @@ def convert(direction_from: str | None, direction_to: str | None, input_path: st
     raise UserError(f"{input_path} is a {found} checkpoint, not {direction_from}; "
                     f"use --from={found}")
   loaded = load_source(source)
-  if direction_to:
-    path = export_hf(loaded, output, overwrite=overwrite)
-  else:
-    path = save(loaded, output, overwrite=overwrite)
+  write = {"hf": export_hf, "tf1": export_tf1, None: save}[direction_to]
+  path = write(loaded, output, overwrite=overwrite)
+  notes = (tf1_writer.layout_notes(loaded.config, loaded.discriminator)
+           if direction_to == "tf1" else [])
   nets = " + ".join(n for n, m in (("discriminator", loaded.discriminator),
                                    ("generator", loaded.generator)) if m is not None)
-  return f"wrote {path} ({nets}); {loaded.report.summary()}"
+  return "; ".join([f"wrote {path} ({nets})", loaded.report.summary(), *notes])

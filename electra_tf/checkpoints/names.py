@@ -128,7 +128,7 @@ def own_table_fallback(name: str) -> str | None:
   return None
 
 
-def _is_mlm_head(head) -> bool:
+def is_mlm_head(head) -> bool:
   return hasattr(head, "output_bias")
 
 
@@ -143,7 +143,7 @@ def network_bindings(model, network: str) -> list[Binding]:
   if hasattr(encoder.embeddings, "word_embeddings_delta"):  # GDESEmbeddings
     out[0] = Binding(out[0].name, FoldedTable(encoder.embeddings), SAME, out[0].group)
   head = getattr(model, "head", None)
-  if head is None or (network == "discriminator" and _is_mlm_head(head)):
+  if head is None or (network == "discriminator" and is_mlm_head(head)):
     return out
   group, scope = f"{network}_head", HEADS[network]
   if network == "discriminator":

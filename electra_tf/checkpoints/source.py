@@ -1,4 +1,5 @@
-"""What every checkpoint reader returns: a config and canonical tensors, plus what it ignored."""
+"""What every checkpoint reader returns (a Source: a config and canonical tensors, plus what it
+ignored) and what loading it into networks gives (a Loaded, with its RestoreReport)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import dataclasses
 import os
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,6 +21,9 @@ from electra_tf.config import (
 )
 from electra_tf.errors import UserError
 from electra_tf.filenames import VOCAB_NAME
+
+if TYPE_CHECKING:  # the model is built by the converter, not here
+  from electra_tf.model import networks
 
 
 @dataclasses.dataclass
@@ -59,6 +64,46 @@ class Source:
     return self.rename(name) if self.rename else name
 
 
+@dataclasses.dataclass
+class RestoreReport:
+  """What a restore did: tensors assigned, source tensors ignored, parts left initialized."""
+
+  source: str
+  restored: int
+  extra: int
+  initialized: list[str] = dataclasses.field(default_factory=list)
+  notes: list[str] = dataclasses.field(default_factory=list)
+
+  def summary(self) -> str:
+    text = (f"restored {self.restored} tensors from {self.source}, "
+            f"ignored {self.extra} other tensors (optimizer slots, poolers, unused heads)")
+    if self.initialized:
+      text += f"; not in the source, kept initialized: {', '.join(self.initialized)}"
+    return "; ".join([text] + self.notes)
+
+
+@dataclasses.dataclass
+class Loaded:
+  """A checkpoint loaded into built networks.
+
+  Attributes:
+    config: sizes derived from the source (training fields keep their defaults). When the
+      source has no generator, config.generator is the derived default and `generator` is None.
+    generator: the built Generator, or None.
+    discriminator: the built Discriminator, or None (a lone MLM / ElectraForMaskedLM).
+    vocab_path: vocab.txt found with the weights, or None.
+    source: "hf", "tf1", "converted", "model_dir" or "discriminator_export".
+    report: what the restore did.
+  """
+
+  config: PretrainConfig
+  generator: networks.Generator | None
+  discriminator: networks.Discriminator | None
+  vocab_path: str | None
+  source: str
+  report: RestoreReport
+
+
 def find_vocab(*directories: str) -> str | None:
   """The first vocab.txt in `directories`."""
   for directory in directories:
@@ -69,12 +114,13 @@ def find_vocab(*directories: str) -> str | None:
 
 
 def pretrain_config(model: EncoderConfig, generator: EncoderConfig | None = None,
-                    objective: str = "electra") -> PretrainConfig:
+                    objective: str = "electra",
+                    embedding_sharing: str = "tied") -> PretrainConfig:
   """A PretrainConfig around imported sizes; the training fields keep their defaults.
 
   max_seq_length is capped by the position table so that short-position models load.
   """
-  values = {"model": model, "objective": objective,
+  values = {"model": model, "objective": objective, "embedding_sharing": embedding_sharing,
             "max_seq_length": min(128, model.max_position_embeddings)}
   if generator is not None and generator != model:
     values["generator"] = generator

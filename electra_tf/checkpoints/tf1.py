@@ -1,9 +1,11 @@
-"""The authors' TF1 checkpoints (name-based, e.g. electra_small/model.ckpt-1000000).
+"""The authors' TF1 checkpoints (name-based, e.g. electra_small/model.ckpt-1000000): read.
 
 They hold no head count: it comes from `num_heads`, else a config.json / bert_config.json
-beside the checkpoint (`num_attention_heads`), else the authors' rule heads = max(1, H // 64),
-which their code applies to every model size and always to the generator. Dropout and the
-LayerNorm epsilon are the authors' constants (0.1, 1e-12).
+beside the checkpoint (`num_attention_heads`; a generator's from generator_config.json),
+else the authors' rule heads = max(1, H // 64), which their code applies to every model
+size and always to the generator. Dropout, the initializer range and the LayerNorm epsilon
+come from the same file when it has them, else they are the authors' constants (0.1, 0.02,
+1e-12).
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ import tensorflow as tf
 from electra_tf.checkpoints import names
 from electra_tf.checkpoints.source import Source, as_float32, find_vocab, pretrain_config
 from electra_tf.config import ConfigError, EncoderConfig, default_num_heads
-from electra_tf.errors import UserError, tf_error_line
+from electra_tf.errors import UserError, check_field_types, tf_error_line
+from electra_tf.filenames import BERT_CONFIG_NAME, GENERATOR_CONFIG_NAME
 
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
-_CONFIG_NAMES = ("config.json", "bert_config.json", "electra_config.json")
+# Where the main encoder's head count may be written beside a checkpoint, first found wins.
+CONFIG_NAMES = ("config.json", BERT_CONFIG_NAME, "electra_config.json")
 
 
 # What TensorFlow raises on a damaged checkpoint: its ops' errors, and the Python reader's
@@ -46,9 +50,17 @@ def open_checkpoint(prefix: str):
     raise checkpoint_error(prefix, exc) from exc
 
 
-def _neighbour_heads(prefix: str, hidden: int) -> int | None:
-  """num_attention_heads from a config file beside the checkpoint, if one is there."""
-  for name in _CONFIG_NAMES:
+# EncoderConfig field -> its key in a bert_config.json beside the checkpoint. The sizes come
+# from the tensors; these are what the tensors do not record.
+JSON_KEYS = {"num_heads": "num_attention_heads", "dropout_rate": "hidden_dropout_prob",
+             "attention_dropout_rate": "attention_probs_dropout_prob",
+             "initializer_range": "initializer_range", "layer_norm_eps": "layer_norm_eps"}
+
+
+def _neighbour_config(prefix: str, hidden: int, file_names: tuple[str, ...]) -> dict:
+  """EncoderConfig values from the first of `file_names` beside the checkpoint that has
+  num_attention_heads (the others of JSON_KEYS are optional), else {}."""
+  for name in file_names:
     file = os.path.join(os.path.dirname(os.path.abspath(prefix)), name)
     if not os.path.isfile(file):
       continue
@@ -59,19 +71,18 @@ def _neighbour_heads(prefix: str, hidden: int) -> int | None:
       raise UserError(f"cannot read {file}: {exc}") from exc
     if not isinstance(config, dict) or "num_attention_heads" not in config:
       continue
-    heads = config["num_attention_heads"]
-    if not isinstance(heads, int) or isinstance(heads, bool):
-      raise UserError(f"{file}: num_attention_heads must be int, got {heads!r}")
     if config.get("hidden_size", hidden) != hidden:
       raise UserError(f"{file} has hidden_size {config['hidden_size']} but the checkpoint has "
                       f"{hidden}; it describes another model (pass --num_heads instead)")
-    return heads
-  return None
+    values = {field: config[key] for field, key in JSON_KEYS.items() if key in config}
+    check_field_types(EncoderConfig, values, file, display=JSON_KEYS)
+    return values
+  return {}
 
 
-def _encoder_config(shapes: dict, scope: str, vocab: int, embedding: int, positions: int,
-                    types: int, num_heads: int | None) -> EncoderConfig:
-  """Sizes of the encoder under `scope`, read from its tensor shapes."""
+def _encoder_config(shapes: dict, scope: str, sizes: dict, values: dict) -> EncoderConfig:
+  """The encoder under `scope`: its sizes read from its tensor shapes, `sizes` (the
+  embeddings'), and `values` from a config file (default heads: the authors' rule)."""
   pattern = re.compile(rf"^{scope}/encoder/layer_(\d+)/")
   layers = sorted({int(m.group(1)) for k in shapes if (m := pattern.match(k))})
   if layers != list(range(len(layers))) or not layers:
@@ -82,10 +93,9 @@ def _encoder_config(shapes: dict, scope: str, vocab: int, embedding: int, positi
   hidden = _shape(shapes, f"{first}/attention/self/query/kernel")[1]
   intermediate = _shape(shapes, f"{first}/intermediate/dense/kernel")[1]
   try:
-    return EncoderConfig(
-        vocab_size=vocab, hidden_size=hidden, num_layers=len(layers),
-        num_heads=num_heads or default_num_heads(hidden), intermediate_size=intermediate,
-        embedding_size=embedding, max_position_embeddings=positions, type_vocab_size=types)
+    return EncoderConfig(**{"num_heads": default_num_heads(hidden), **sizes, **values},
+                         hidden_size=hidden, num_layers=len(layers),
+                         intermediate_size=intermediate)
   except ConfigError as exc:
     raise UserError(f"the {scope}/ encoder of the checkpoint: {exc}") from exc
 
@@ -96,12 +106,35 @@ def _shape(shapes: dict, name: str) -> list[int]:
   return shapes[name]
 
 
+def _sharing(shapes: dict) -> tuple[bool, str]:
+  """(MLM only, embedding_sharing) of an authors'-layout checkpoint, from its scopes.
+
+  Their flags: a generator head without a discriminator head or generator/ encoder is the
+  BERT baseline (electra_objective=False); both heads and no generator/ encoder is one
+  encoder for both networks (untied_generator=False); generator/embeddings/ beside a
+  generator/ encoder is untied_generator_embeddings=True; otherwise the embeddings are tied.
+  """
+  def has(prefix: str) -> bool:
+    return any(k.startswith(prefix) for k in shapes)
+
+  generator_encoder = has("generator/encoder/")
+  generator_head, discriminator_head = has("generator_predictions/"), has(
+      "discriminator_predictions/")
+  if generator_head and not generator_encoder:
+    return not discriminator_head, "all" if discriminator_head else "tied"
+  untied = generator_encoder and f"{names.GENERATOR_EMBEDDINGS}/word_embeddings" in shapes
+  return False, "none" if untied else "tied"
+
+
 def read_tf1(prefix: str, num_heads: int | None = None) -> Source:
   """Read an authors'-layout checkpoint (discriminator, and generator when present).
 
   BERT checkpoints (`bert/...`) read as a discriminator encoder. A checkpoint with a
   generator head but neither `generator/` encoder nor discriminator head is the authors'
-  MLM baseline: its `electra/` encoder is read as the generator.
+  MLM baseline: its `electra/` encoder is read as the generator. How the networks share
+  weights follows the scopes (see `_sharing`). Head counts and the other JSON_KEYS come
+  from `num_heads`, a bert_config.json (for the generator, generator_config.json) beside
+  the checkpoint, else the authors' rule and constants.
   """
   reader = open_checkpoint(prefix)
   shapes = reader.get_variable_to_shape_map()
@@ -113,9 +146,9 @@ def read_tf1(prefix: str, num_heads: int | None = None) -> Source:
     sample = ", ".join(sorted(shapes)[:3])
     raise UserError(f"{prefix} holds no ELECTRA or BERT tensors (no electra/embeddings/"
                     f"word_embeddings; it has e.g. {sample}); it is another architecture")
-  mlm_only = (any(k.startswith("generator_predictions/") for k in shapes)
-              and not any(k.startswith(("generator/encoder/", "discriminator_predictions/"))
-                          for k in shapes))
+  mlm_only, sharing = _sharing(shapes)
+  has_generator = mlm_only or sharing == "all" or any(
+      k.startswith("generator/encoder/") for k in shapes)
   # Source name -> canonical name.
   canonical = {}
   for key in shapes:
@@ -125,20 +158,31 @@ def read_tf1(prefix: str, num_heads: int | None = None) -> Source:
     if names.is_canonical(name):
       canonical[key] = name
   vocab, embedding = _shape(shapes, f"{main}/embeddings/word_embeddings")
-  positions = _shape(shapes, f"{main}/embeddings/position_embeddings")[0]
-  types = _shape(shapes, f"{main}/embeddings/token_type_embeddings")[0]
-  has_generator = mlm_only or any(k.startswith("generator/encoder/") for k in shapes)
-  generator = discriminator = None
+  sizes = {"vocab_size": vocab, "embedding_size": embedding,
+           "max_position_embeddings": _shape(shapes, f"{main}/embeddings/position_embeddings")[0],
+           "type_vocab_size": _shape(shapes, f"{main}/embeddings/token_type_embeddings")[0]}
+  if sharing == "none":
+    own = _shape(shapes, f"{names.GENERATOR_EMBEDDINGS}/word_embeddings")
+    if own != [vocab, embedding]:
+      raise UserError(f"{prefix}: the generator's own word embeddings are {own} but the "
+                      f"discriminator's {[vocab, embedding]}; both networks need one "
+                      "embedding size")
   hidden = _shape(shapes, f"{main}/encoder/layer_0/attention/self/query/kernel")[1]
-  heads = num_heads or _neighbour_heads(prefix, hidden)
+  values = _neighbour_config(prefix, hidden, CONFIG_NAMES)
+  if num_heads:
+    values["num_heads"] = num_heads
+  main_config = _encoder_config(shapes, main, sizes, values)
   if mlm_only:
-    generator = _encoder_config(shapes, main, vocab, embedding, positions, types, heads)
-    config = pretrain_config(generator, generator, objective="mlm")
+    config = pretrain_config(main_config, main_config, objective="mlm")
+  elif sharing == "all":
+    config = pretrain_config(main_config, main_config, embedding_sharing="all")
+  elif has_generator:
+    hidden = _shape(shapes, "generator/encoder/layer_0/attention/self/query/kernel")[1]
+    generator = _encoder_config(shapes, "generator", sizes, _neighbour_config(
+        prefix, hidden, (GENERATOR_CONFIG_NAME,)))
+    config = pretrain_config(main_config, generator, embedding_sharing=sharing)
   else:
-    discriminator = _encoder_config(shapes, main, vocab, embedding, positions, types, heads)
-    if has_generator:
-      generator = _encoder_config(shapes, "generator", vocab, embedding, positions, types, None)
-    config = pretrain_config(discriminator, generator)
+    config = pretrain_config(main_config)
   try:
     tensors = {name: as_float32(key, reader.get_tensor(key)) for key, name in canonical.items()}
   except READ_ERRORS as exc:

@@ -5,6 +5,7 @@ r"""electra-convert: checkpoint formats in both directions (authors' TF1, Huggin
       --generator_input=path/to/hf_electra_generator --output=ckpt/base
   electra-convert --from=hf --input=path/to/hf_bert_model --output=ckpt/bert
   electra-convert --to=hf --input=runs/small --output=hf_out/
+  electra-convert --to=tf1 --input=runs/small --output=tf1_out/
 
 Without installing: python -m electra_tf.commands.convert. The Python API is
 electra_tf.checkpoints.converter (`load(path)` returns the derived config and the built
@@ -16,13 +17,15 @@ from __future__ import annotations
 from absl import flags, logging
 
 from electra_tf import cli  # stdlib only: --help stays fast
-from electra_tf.checkpoints import IMPORT_KINDS  # stdlib only
+from electra_tf.checkpoints import EXPORT_KINDS, IMPORT_KINDS  # stdlib only
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("from", None, list(IMPORT_KINDS),
                   "Import --input, which must be of this kind, into our format at --output.")
-flags.DEFINE_enum("to", None, ["hf"], "Export --input (any readable checkpoint) to Hugging "
-                  "Face folders --output/discriminator and --output/generator.")
+flags.DEFINE_enum("to", None, list(EXPORT_KINDS), "Export --input (any readable checkpoint): "
+                  "hf writes Hugging Face folders --output/discriminator and "
+                  "--output/generator; tf1 writes the authors' TF1 checkpoint layout "
+                  "(model.ckpt, checkpoint, bert_config.json, vocab.txt) in --output.")
 flags.DEFINE_string("input", None, "Checkpoint: HF folder, TF1 prefix or folder, converted "
                     "folder, pretraining model_dir or discriminator export.")
 flags.DEFINE_string("generator_input", None, "HF ElectraForMaskedLM folder paired with an HF "

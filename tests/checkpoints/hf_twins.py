@@ -152,6 +152,28 @@ _EMBEDDINGS = {
 }
 
 
+TF1_HEADS = {
+    "discriminator": {"discriminator_predictions/dense/kernel",
+                      "discriminator_predictions/dense/bias",
+                      "discriminator_predictions/dense_1/kernel",
+                      "discriminator_predictions/dense_1/bias"},
+    "generator": {"generator_predictions/dense/kernel", "generator_predictions/dense/bias",
+                  "generator_predictions/LayerNorm/gamma", "generator_predictions/LayerNorm/beta",
+                  "generator_predictions/output_bias"},
+}
+
+
+def tf1_names(scope: str, num_layers: int, project: bool, head: str | None = None,
+              embeddings: bool = False) -> set[str]:
+  """Names of one encoder in the authors' layout, from the hand-written tables above: its
+  layers, `scope`/embeddings_project when `project`, its embeddings (`scope`/embeddings/...)
+  when `embeddings`, and the tensors of `head` ("discriminator" or "generator")."""
+  out = {name for name, _ in _tf1_encoder_names(scope, num_layers, project).values()}
+  if embeddings:
+    out |= {name.replace("electra/", f"{scope}/", 1) for name, _ in _EMBEDDINGS.values()}
+  return out | (TF1_HEADS[head] if head else set())
+
+
 def tf1_tensors(disc=None, gen=None) -> dict:
   """{TF1 name: numpy} of HF ElectraForPreTraining `disc` and ElectraForMaskedLM `gen`."""
   out = {}

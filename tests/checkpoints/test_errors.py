@@ -203,3 +203,8 @@ def test_cli_import_then_export(tmp_path):
   assert result.returncode == 0, result.stderr
   assert (tmp_path / "hf_out" / "discriminator" / "model.safetensors").exists()
   assert not (tmp_path / "hf_out" / "generator").exists()  # the source had no generator
+  result = _cli("--to=tf1", f"--input={tmp_path / 'hf'}", f"--output={tmp_path / 'tf1'}")
+  assert result.returncode == 0, result.stderr
+  assert f"wrote {tmp_path / 'tf1'} (discriminator)" in result.stdout
+  assert sorted(os.listdir(tmp_path / "tf1")) == [
+      "bert_config.json", "checkpoint", "model.ckpt.data-00000-of-00001", "model.ckpt.index"]

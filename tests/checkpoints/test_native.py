@@ -31,7 +31,7 @@ def test_pretraining_model_dir_reads_and_exports_after_training(tmp_path, micro_
   from testing_utils import make_batch
 
   from electra_tf.checkpoints import native
-  from electra_tf.checkpoints.converter import export_hf, load
+  from electra_tf.checkpoints.converter import export_hf, export_tf1, load
   from electra_tf.model.pretrainer import ElectraPretrainer
   from electra_tf.training import artifacts
 
@@ -60,6 +60,13 @@ def test_pretraining_model_dir_reads_and_exports_after_training(tmp_path, micro_
   export_hf(str(model_dir), str(tmp_path / "hf"))
   diffs = check_hf_export(tmp_path / "hf", model.generator, model.discriminator, 10)
   print("after 3 steps", diffs)
+  # And to the authors' TF1 layout: read back, the same sizes (2 heads where their rule
+  # gives 1, no dropout: both from bert_config.json) and the same outputs.
+  tf1 = load(export_tf1(str(model_dir), str(tmp_path / "tf1")))
+  assert tf1.source == "tf1"
+  assert (tf1.config.model, tf1.config.generator) == (micro_config.model, micro_config.generator)
+  _same_outputs(tf1.discriminator, model.discriminator, 10)
+  _same_outputs(tf1.generator, model.generator, 10)
 
 
 def test_imported_checkpoint_continues_pretraining(tmp_path):
