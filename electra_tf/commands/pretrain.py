@@ -149,13 +149,17 @@ def resolve_config():
 
 
 def apply_init_checkpoint(config):
-  """(config with the checkpoint's sizes, the read source) for --init_checkpoint."""
+  """(config with the checkpoint's sizes and weight sharing, the read source) for
+  --init_checkpoint."""
   from electra_tf.checkpoints import converter
 
   source = converter.read_source(FLAGS.init_checkpoint)
   changes = {"model": source.config.model}
   if source.has_generator:
     changes["generator"] = source.config.generator
+    # How the networks share weights is the checkpoint's, unless the flag says otherwise.
+    if FLAGS.embedding_sharing is None:
+      changes["embedding_sharing"] = source.config.embedding_sharing
   return config.replace(**changes), source
 
 
