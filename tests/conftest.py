@@ -20,9 +20,10 @@ tf.config.set_logical_device_configuration(
 # pytest-xdist's `--dist loadfile` hands whole files to the two workers in collection order
 # (pytest.ini turns off its reordering by test count, which put the files of one or two long
 # subprocess tests last, where one worker ran them alone). Longest first, from the per-file
-# sums of `pytest --junitxml` (2026-11-24, seconds in comments); everything else after them
-# in its usual order.
+# sums of `pytest --junitxml` (seconds in comments, where measured); everything else after
+# them in its usual order.
 _LONGEST_FILES_FIRST = (
+    "tests/test_ablation_quick.py",  # about 280 on a quiet machine
     "tests/training/test_failure_handling.py",  # 198
     "tests/test_pretrain_cli.py",  # 162
     "tests/training/test_multi_worker.py",  # 155
