@@ -14,6 +14,7 @@ final hidden state of [CLS]: sequence_output[:, 0], without BERT's dense + tanh.
 
 Example:
   >>> import tensorflow_hub as hub
+  >>> import tensorflow_text  # registers the preprocessor's ops
   >>> preprocess = hub.KerasLayer("hub/preprocessor")
   >>> encoder = hub.KerasLayer("hub/encoder", trainable=True)
   >>> encoder(preprocess(tf.constant(["A fine film."])))["pooled_output"]  # [1, H]
