@@ -48,7 +48,7 @@ def pretrain(args: list[str], kill_during_save: str | None = None, stop_at: int 
   kill_during_save="STEP:SECONDS", it is SIGKILLed SECONDS into the save of STEP."""
   script = [KILL_DURING_SAVE, kill_during_save] if kill_during_save else [
       os.path.join(ROOT, "pretrain.py")]
-  proc = subprocess.Popen([sys.executable, *script, *args],
+  proc = subprocess.Popen([sys.executable, *script, "--model_size=tiny", *args],
                           cwd=ROOT, text=True, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT,
                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})

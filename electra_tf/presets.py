@@ -20,7 +20,7 @@ import types
 
 from electra_tf.config import ConfigError, FinetuneConfig, PretrainConfig
 
-NAMES = ("tiny", "small", "base", "large")
+NAMES = ("demo", "tiny", "small", "base", "large")
 _FINETUNE_FILE = "finetune.py"
 _modules: dict[str, types.ModuleType] = {}
 

@@ -7,6 +7,7 @@ from electra_tf.config import ConfigError, EncoderConfig, PretrainConfig, genera
 
 
 @pytest.mark.parametrize("name,hidden,layers,heads,ffn,emb,gen_hidden,gen_heads,max_pred", [
+    ("demo", 128, 2, 2, 512, 64, 64, 1, 19),
     ("tiny", 64, 2, 2, 256, 32, 16, 1, 9),
     ("small", 256, 12, 4, 1024, 128, 64, 1, 19),
     ("base", 768, 12, 12, 3072, 768, 256, 4, 79),
@@ -21,8 +22,8 @@ def test_presets(name, hidden, layers, heads, ffn, emb, gen_hidden, gen_heads, m
   assert (g.hidden_size, g.num_heads, g.intermediate_size, g.num_layers) == (
       gen_hidden, gen_heads, 4 * gen_hidden, layers)
   assert c.max_predictions_per_seq == max_pred
-  assert m.vocab_size == 30522 and c.learning_rate == (1e-4 if name == "tiny" else
-                                                       5e-4 if name == "small" else 2e-4)
+  assert m.vocab_size == 30522 and c.learning_rate == {"demo": 1e-3, "tiny": 1e-4,
+                                                       "small": 5e-4}.get(name, 2e-4)
   assert m.vocab_size == 30522 and m.layer_norm_eps == 1e-12 and m.dropout_rate == 0.1
 
 

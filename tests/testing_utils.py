@@ -74,10 +74,17 @@ COMMANDS = {
 
 
 def command_line(name: str, *args) -> list[str]:
-  """The argv that starts command `name` with `args` in a fresh Python process."""
+  """The argv that starts command `name` with `args` in a fresh Python process.
+
+  Pretraining runs the tiny preset unless `args` pick one: the default preset (the demo)
+  is sized for a few minutes of real learning, not for tests.
+  """
   import sys
 
-  return [sys.executable, *COMMANDS[name], *map(str, args)]
+  args = [str(a) for a in args]
+  if name.startswith("pretrain") and not any(a.startswith("--model_size") for a in args):
+    args.append("--model_size=tiny")
+  return [sys.executable, *COMMANDS[name], *args]
 
 
 def command_env(**extra) -> dict[str, str]:

@@ -1,7 +1,7 @@
 r"""Pretrain ELECTRA (generator + discriminator, replaced-token detection) or the MLM baseline.
 
-With no flags it trains the tiny preset on the built-in corpus (Wikipedia paragraphs of
-SQuAD v1.1 train) with the bert-base-uncased vocab:
+With no flags it trains the demo preset on the built-in corpus (Wikipedia paragraphs of
+SQuAD v1.1 train) with the bert-base-uncased vocab, evaluating on held-out articles:
 
   python pretrain.py                    (installed: electra-pretrain)
   python pretrain.py --model_size=tiny --text_files='corpus/*.txt' --vocab_file=vocab.txt \
@@ -32,8 +32,8 @@ from electra_tf.filenames import (
 # flag errors answer before TensorFlow starts.
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("model_size", "tiny", "Preset: tiny, small, base or large (configs/), or "
-                    "the path of your own preset file (a copy of one, edited).")
+flags.DEFINE_string("model_size", "demo", "Preset: demo, tiny, small, base or large "
+                    "(configs/), or the path of your own preset file (a copy of one, edited).")
 flags.DEFINE_enum("strategy", "one_device", list(config_lib.STRATEGIES),
                   "tf.distribute strategy. multi_worker_mirrored reads TF_CONFIG.")
 flags.DEFINE_string("tpu", None, "TPU name or grpc://host:port address for --strategy=tpu.")
