@@ -102,11 +102,13 @@ def preflight(config: PretrainConfig, model_dir: str, strategy, vocab) -> list[s
   if os.path.exists(model_dir) and not os.path.isdir(model_dir):
     raise UserError(f"--model_dir {model_dir} is a file; give a directory")
   replicas, micro = strategy.num_replicas_in_sync, config.gradient_accumulation_steps
+  if config.batch_size % replicas:
+    raise UserError(f"--batch_size {config.batch_size} is not divisible by the "
+                    f"{replicas} replicas")
   if config.batch_size % (replicas * micro):
-    raise UserError(f"--batch_size {config.batch_size} does not split among "
-                    f"{replicas} replica(s) x {micro} micro-batch(es) "
-                    "(--gradient_accumulation_steps); use a multiple of "
-                    f"{replicas * micro}")
+    raise UserError(f"--batch_size {config.batch_size} does not split among {replicas} "
+                    f"replica(s) x {micro} micro-batches (--gradient_accumulation_steps); "
+                    f"use a multiple of {replicas * micro}")
   if vocab.size != config.model.vocab_size:
     raise UserError(f"the vocab has {vocab.size} tokens but the model expects "
                     f"{config.model.vocab_size}; set model.vocab_size or use the matching vocab")
