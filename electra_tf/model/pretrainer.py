@@ -123,7 +123,8 @@ class ElectraPretrainer(tf_keras.Model):
     Dropout masks and generator samples depend only on (config.seed, step, example or
     layer, replica), so a run resumed from a checkpoint draws what the uninterrupted run
     would have drawn. `micro_batch` (j, k): `features` are rows j*B..(j+1)*B-1 of this
-    replica's batch of k*B (gradient accumulation); the samples are drawn for those rows.
+    replica's batch of k*B (gradient accumulation); the samples are drawn for those rows,
+    and dropout masks as `dropout.step_seed` says.
     """
     with dropout.step_seed(self.config.seed, step, micro_batch[0]), fused.enabled(
         self._fuse(training)):
