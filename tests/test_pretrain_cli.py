@@ -36,6 +36,10 @@ def data_64(tmp_path_factory, corpus):
     (["--config_overrides={\"model.num_heads\": 3}"], ["not divisible by num_heads 3"]),
     (["--config_overrides={\"no_such_key\": 1}"], ["unknown PretrainConfig key", "no_such_key"]),
     (["--num_train_steps=0"], ["num_train_steps must be positive"]),
+    (["--gradient_accumulation_steps=3"], ["batch_size 8 does not split into "
+                                           "gradient_accumulation_steps=3"]),
+    (["--strategy=mirrored", "--cpu_devices=2", "--gradient_accumulation_steps=8"],
+     ["--batch_size 8 does not split among 2 replica(s) x 8 micro-batches", "multiple of 16"]),
     (["--strategy=tpu"], ["no TPU reachable"]),
     (["--strategy=tpu", "--tpu=grpc://127.0.0.1:9"], ["no TPU reachable at grpc://127.0.0.1:9"]),
 ])

@@ -53,7 +53,13 @@ flags.DEFINE_string("vocab_file", None,
 flags.DEFINE_bool("lower_case", True, "Lower-case text before WordPiece (for --text_files).")
 flags.DEFINE_string("model_dir", None, "Checkpoints, TensorBoard, config. Default runs/<size>.")
 flags.DEFINE_integer("num_train_steps", None, "Total optimizer steps (preset default).")
-flags.DEFINE_integer("batch_size", None, "Global batch size across all replicas.")
+flags.DEFINE_integer("batch_size", None, "Global batch size across all replicas: the examples "
+                     "of one optimizer update.")
+flags.DEFINE_integer("gradient_accumulation_steps", None,
+                     "Run each replica's share of --batch_size as this many micro-batches, one "
+                     "after another, and apply their summed gradients as one update: the same "
+                     "update in less memory. --batch_size must be a multiple of replicas x "
+                     "this. May change on resume.")
 flags.DEFINE_integer("max_seq_length", None, "Tokens per example.")
 flags.DEFINE_float("learning_rate", None, "Peak learning rate.")
 flags.DEFINE_integer("warmup_steps", None, "Linear warmup steps.")
@@ -115,12 +121,12 @@ flags.DEFINE_string("config_overrides", None,
                     "JSON object of further config keys, e.g. '{\"model.hidden_size\": 128}'.")
 
 # Flags that map one-to-one onto PretrainConfig fields.
-_CONFIG_FLAGS = ("num_train_steps", "batch_size", "max_seq_length", "learning_rate",
-                 "warmup_steps", "optimizer", "precision", "objective", "embedding_sharing",
-                 "two_stage_steps", "generator_fraction",
+_CONFIG_FLAGS = ("num_train_steps", "batch_size", "gradient_accumulation_steps",
+                 "max_seq_length", "learning_rate", "warmup_steps", "optimizer", "precision",
+                 "objective", "embedding_sharing", "two_stage_steps", "generator_fraction",
                  "mask_prob", "disc_weight", "temperature", "seed", "deterministic",
-                 "on_nonfinite", "checkpoint_steps",
-                 "keep_checkpoints", "log_steps", "steps_per_execution")
+                 "on_nonfinite", "checkpoint_steps", "keep_checkpoints", "log_steps",
+                 "steps_per_execution")
 
 
 def resolve_config():

@@ -63,7 +63,10 @@ class PretrainConfig:
   temperature: float = 1.0
   disallow_correct: bool = False
   # Optimisation.
-  batch_size: int = 128  # global
+  batch_size: int = 128  # global: the examples of one optimizer update
+  # Each replica's share of the batch runs as this many micro-batches, one after another,
+  # whose gradients add up to one update: the same update in less memory (docs/pretraining.md).
+  gradient_accumulation_steps: int = 1
   num_train_steps: int = 1_000_000
   warmup_steps: int = 10_000
   learning_rate: float = 5e-4
@@ -103,8 +106,8 @@ class PretrainConfig:
 
   def _validate(self):
     check_positive(self, "max_seq_length", "batch_size", "num_train_steps", "learning_rate",
-              "steps_per_execution", "checkpoint_steps", "keep_checkpoints", "log_steps",
-              "max_predictions_per_seq", "temperature")
+              "steps_per_execution", "gradient_accumulation_steps", "checkpoint_steps",
+              "keep_checkpoints", "log_steps", "max_predictions_per_seq", "temperature")
     for name, allowed in (("optimizer", OPTIMIZERS), ("objective", OBJECTIVES),
                           ("embedding_sharing", EMBEDDING_SHARING),
                           ("precision", PRECISIONS), ("on_nonfinite", NONFINITE_POLICIES)):
@@ -115,6 +118,10 @@ class PretrainConfig:
     if not (0.0 <= self.mask_token_rate and 0.0 <= self.random_token_rate
             and self.mask_token_rate + self.random_token_rate <= 1.0):
       raise ConfigError("mask_token_rate and random_token_rate must be >= 0 and sum to <= 1")
+    if self.batch_size % self.gradient_accumulation_steps:
+      raise ConfigError(f"batch_size {self.batch_size} does not split into "
+                        f"gradient_accumulation_steps={self.gradient_accumulation_steps} "
+                        "equal micro-batches")
     if self.warmup_steps < 0:
       raise ConfigError(f"warmup_steps must be >= 0, got {self.warmup_steps}")
     if self.max_seq_length > self.model.max_position_embeddings:

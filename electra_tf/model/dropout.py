@@ -1,4 +1,4 @@
-"""Dropout whose masks depend only on (seed, step, layer, replica): exact on resume.
+"""Dropout whose masks depend only on (seed, step, layer, replica, micro-batch): exact on resume.
 
 Keras' Dropout draws from stateful random ops whose position lives in the running
 process, so a run restarted from a checkpoint draws other masks than the run it continues.
@@ -27,9 +27,15 @@ _STEP_SEED: contextvars.ContextVar = contextvars.ContextVar("electra_dropout_see
 
 
 @contextlib.contextmanager
-def step_seed(seed: int, step: tf.Tensor) -> Iterator[None]:
-  """Within this block (at trace time), SeededDropout masks are a function of (seed, step)."""
-  token = _STEP_SEED.set((int(seed), step))
+def step_seed(seed: int, step: tf.Tensor, micro_batch: int | tf.Tensor = 0) -> Iterator[None]:
+  """Within this block (at trace time), SeededDropout masks are a function of (seed, step).
+
+  `micro_batch` j > 0: the inputs are micro-batch j of equal micro-batches of the step's
+  batch (gradient accumulation). The fused masks are then the whole batch's at those rows
+  (the element count continues after j micro-batches); the Philox masks are drawn anew
+  from a seed that folds in j.
+  """
+  token = _STEP_SEED.set((int(seed), step, micro_batch))
   try:
     yield
   finally:
@@ -46,6 +52,11 @@ def _replica_id() -> tf.Tensor:
   context = tf.distribute.get_replica_context()
   replica = context.replica_id_in_sync_group if context is not None else 0
   return tf.cast(replica, tf.int64)
+
+
+def _is_zero(value: int | tf.Tensor) -> bool:
+  """Whether `value` is the Python int 0 (the micro-batch of a step without accumulation)."""
+  return isinstance(value, int) and value == 0
 
 
 def keep_mask(shape: tf.Tensor, rate: float, seed: tf.Tensor) -> tf.Tensor:
@@ -111,7 +122,10 @@ class SeededDropout(tf_keras.layers.Layer):
     static_training = training is True or training == 1
     if static_training and fused.active() and _STEP_SEED.get() is not None:
       # A pretraining step's forward pass: one XLA kernel each way, masks from a hash.
-      return fused.dropout(inputs, self.rate, self._seed())
+      micro_batch = _STEP_SEED.get()[2]
+      first = None if _is_zero(micro_batch) else (
+          tf.cast(micro_batch, tf.int64) * tf.size(inputs, out_type=tf.int64))
+      return fused.dropout(inputs, self.rate, self._seed(), first_element=first)
     dropped = _apply_mask(inputs, self._scaled_mask(tf.shape(inputs), inputs.dtype))
     if static_training:
       return dropped
@@ -122,7 +136,7 @@ class SeededDropout(tf_keras.layers.Layer):
 
     The key hashes the traced name scope and this layer's name.
     """
-    base, step = _STEP_SEED.get()
+    base, step, _ = _STEP_SEED.get()
     return tf.stack([tf.constant((base * 1_000_003 + _layer_key(self.name)) % 2**62, tf.int64),
                      tf.cast(step, tf.int64) * 4096 + _replica_id()])
 
@@ -134,7 +148,10 @@ class SeededDropout(tf_keras.layers.Layer):
     if _STEP_SEED.get() is None:
       keep = tf.random.uniform(shape) >= drop_probability_16bit(self.rate)
     else:
-      keep = keep_mask(shape, self.rate, self._seed())
+      seed, micro_batch = self._seed(), _STEP_SEED.get()[2]
+      if not _is_zero(micro_batch):  # bits 48..62 of the second word (steps < 2**36)
+        seed += tf.stack([tf.constant(0, tf.int64), tf.cast(micro_batch, tf.int64) * 2**48])
+      keep = keep_mask(shape, self.rate, seed)
     # The scale uses the realised drop probability, so E[output] = inputs exactly. A cast
     # and a scalar multiply: cheaper on CPU than a select with broadcast scalars.
     scale = 1.0 / (1.0 - drop_probability_16bit(self.rate))

@@ -145,22 +145,27 @@ def drop_probability_32bit(rate: float) -> float:
   return drop_threshold(rate) / 2**32
 
 
-def dropout_bits(shape: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
+def dropout_bits(shape: tf.Tensor, seed: tf.Tensor,
+                 first_element: tf.Tensor | None = None) -> tf.Tensor:
   """uint64 draws of `shape` for the site seeded by int64 [2] `seed`.
 
   `shape` may be a tensor: a batch dimension unknown when traced (a last partial batch,
   a distributed dataset) is known to XLA when it compiles for the real shape.
+  `first_element` (int64 scalar): the draws are elements first_element.. of the site's
+  stream instead of 0.. (a micro-batch of a larger batch).
   """
   words = tf.cast(seed, tf.uint64)
   key = _mix64(tf.bitwise.bitwise_xor(_mix64(words[0]), words[1]))
   size = tf.reduce_prod(tf.cast(shape, tf.int64))
   counter = tf.cast(tf.range(1, size + 1, dtype=tf.int64), tf.uint64)
+  if first_element is not None:
+    counter += tf.cast(first_element, tf.uint64)
   return tf.reshape(_mix64(key + counter * tf.constant(_GOLDEN, tf.uint64)), shape)
 
 
 @tf.function(jit_compile=True, autograph=False)
-def _dropout_kernel(x, seed, threshold: int, scale: float):
-  bits = dropout_bits(tf.shape(x), seed)
+def _dropout_kernel(x, seed, first_element, threshold: int, scale: float):
+  bits = dropout_bits(tf.shape(x), seed, first_element)
   keep = tf.bitwise.right_shift(bits, tf.constant(32, tf.uint64)) >= tf.constant(
       threshold, tf.uint64)
   # Scaled in float32 and rounded once (a bfloat16 scale of 1/0.9 would be 0.16% low).
@@ -168,10 +173,13 @@ def _dropout_kernel(x, seed, threshold: int, scale: float):
   return tf.where(keep, scaled, tf.zeros_like(scaled))
 
 
-def dropout(x: tf.Tensor, rate: float, seed: tf.Tensor) -> tf.Tensor:
+def dropout(x: tf.Tensor, rate: float, seed: tf.Tensor,
+            first_element: tf.Tensor | None = None) -> tf.Tensor:
   """Inverted dropout of x at `rate` with the mask of int64 [2] `seed`, one XLA kernel each way.
 
   The gradient applies the same mask to the upstream gradient, recomputed from the seed.
+  `first_element`: see `dropout_bits` (x is then a slice of the leading axis of a larger
+  tensor whose mask it takes).
   """
   threshold = drop_threshold(rate)
   scale = 1.0 / (1.0 - drop_probability_32bit(rate))
@@ -179,8 +187,8 @@ def dropout(x: tf.Tensor, rate: float, seed: tf.Tensor) -> tf.Tensor:
   @tf.custom_gradient
   def apply(x):
     def grad(upstream):
-      return _dropout_kernel(upstream, seed, threshold, scale)
+      return _dropout_kernel(upstream, seed, first_element, threshold, scale)
 
-    return _dropout_kernel(x, seed, threshold, scale), grad
+    return _dropout_kernel(x, seed, first_element, threshold, scale), grad
 
   return apply(x)

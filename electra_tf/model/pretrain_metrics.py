@@ -44,32 +44,41 @@ class PretrainMetrics(tf_keras.layers.Layer):
       self.mlm_loss = mean("mlm_loss")
       self.mlm_accuracy = mean("mlm_accuracy")
 
-  def update(self, outputs: dict[str, tf.Tensor], features: dict[str, tf.Tensor],
+  def update(self, outputs: dict[str, tf.Tensor] | None, features: dict[str, tf.Tensor],
              losses: dict[str, tf.Tensor], grad_norm: tf.Tensor | None = None) -> None:
-    """Adds one batch; `losses` are global (summed over replicas)."""
-    weights = features[F.MASKED_LM_WEIGHTS]
-    targets = features[F.MASKED_LM_IDS]
+    """Adds one batch; `losses` are global (summed over replicas). With `outputs` None only
+    the losses and the norm are added (gradient accumulation adds each micro-batch's
+    predictions with `update_predictions` as it goes)."""
     self.loss.update_state(losses["loss"])
     self.gen_loss.update_state(losses["gen_loss"])
     if grad_norm is not None:
       self.grad_norm.update_state(grad_norm)
+    for name in ("disc_loss", "mlm_loss"):
+      if name in losses:
+        getattr(self, name).update_state(losses[name])
+    if outputs is not None:
+      self.update_predictions(outputs, features)
+
+  def update_predictions(self, outputs: dict[str, tf.Tensor],
+                         features: dict[str, tf.Tensor]) -> None:
+    """Adds the accuracies (and the detector's counts) of one forward pass."""
+    weights = features[F.MASKED_LM_WEIGHTS]
+    targets = features[F.MASKED_LM_IDS]
     self.gen_accuracy.update_state(_hits(outputs["gen_logits"], targets), weights)
     if "samples" not in outputs:  # "mlm", or a two-stage run's generator stage
       return
     self.sampled_accuracy.update_state(
         tf.cast(outputs["samples"] == targets, tf.float32), weights)
     if "disc_logits" in outputs:
-      self._update_detector(outputs, losses)
+      self._update_detector(outputs)
     elif "mlm_predictions" in outputs:
-      self.mlm_loss.update_state(losses["mlm_loss"])
       hits = tf.cast(outputs["mlm_predictions"] == outputs["mlm_targets"], tf.float32)
       self.mlm_accuracy.update_state(hits, outputs["mlm_weights"])
 
-  def _update_detector(self, outputs, losses) -> None:
+  def _update_detector(self, outputs) -> None:
     mask = outputs["disc_weights"]
     labels = outputs["labels"]
     probs = tf.sigmoid(outputs["disc_logits"])
-    self.disc_loss.update_state(losses["disc_loss"])
     self.disc_accuracy.update_state(
         tf.cast(tf.cast(probs > 0.5, tf.int32) == labels, tf.float32), mask)
     for metric in (self.disc_precision, self.disc_recall, self.disc_auc):

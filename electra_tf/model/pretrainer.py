@@ -7,25 +7,30 @@ import tf_keras
 
 from electra_tf import features as F
 from electra_tf.config import PretrainConfig
-from electra_tf.model import dropout, fused, rtd
+from electra_tf.model import accumulation, dropout, fused, rtd
 from electra_tf.model.networks import build_networks
 from electra_tf.model.pretrain_metrics import PretrainMetrics
+from electra_tf.model.replicas import apply_if_finite, scale_loss, summed_gradients
 from electra_tf.model.replicas import global_sum as _global_sum
-from electra_tf.model.replicas import scale_loss, summed_gradients
 
 _EPS = 1e-6
 STAGE_JOINT, STAGE_GENERATOR, STAGE_DISCRIMINATOR = "joint", "generator", "discriminator"
+
+
+def _every_token(features) -> tf.Tensor:
+  return tf.cast(features[F.INPUT_MASK], tf.float32)  # [B, L]
+
+
+def _masked_tokens(features) -> tf.Tensor:
+  return rtd.position_mask(features[F.MASKED_LM_POSITIONS], features[F.MASKED_LM_WEIGHTS],
+                           tf.shape(features[F.INPUT_IDS])[1])  # [B, L]
 
 
 def _detect(network, inputs, features, training, masked_only: bool) -> dict[str, tf.Tensor]:
   """Replaced-token detection over every real token, or over the masked positions only."""
   labels = rtd.replaced_labels(features[F.INPUT_IDS], inputs[F.INPUT_IDS],
                                features[F.INPUT_MASK])
-  if masked_only:
-    weights = rtd.position_mask(features[F.MASKED_LM_POSITIONS],
-                                features[F.MASKED_LM_WEIGHTS], tf.shape(labels)[1])
-  else:
-    weights = tf.cast(features[F.INPUT_MASK], tf.float32)
+  weights = _masked_tokens(features) if masked_only else _every_token(features)
   return {"labels": labels, "disc_weights": weights,
           "disc_logits": network(inputs, training=training)}
 
@@ -44,7 +49,7 @@ def _all_tokens_mlm(network, inputs, features, training) -> dict[str, tf.Tensor]
   """Every token's identity, with the copy mechanism, from the sample-corrupted input."""
   logits, copy_logits = network(inputs, training=training)  # [B, L, V], [B, L]
   targets, read = features[F.INPUT_IDS], inputs[F.INPUT_IDS]
-  weights = tf.cast(features[F.INPUT_MASK], tf.float32)
+  weights = _every_token(features)
   return {"mlm_loss_terms": rtd.copy_mlm_loss_terms(logits, copy_logits, targets, read, weights),
           "mlm_predictions": rtd.copy_mlm_predictions(logits, copy_logits, read),
           "mlm_targets": targets, "mlm_weights": weights}
@@ -55,6 +60,13 @@ _SECOND_PASS = {
     "electra_15": lambda *args: _detect(*args, masked_only=True),
     "replace_mlm": _replace_mlm,
     "all_tokens_mlm": _all_tokens_mlm,
+}
+# The second network's loss: its name and its weights (the generator's are masked_lm_weights).
+_SECOND_LOSS = {
+    "electra": ("disc_loss", _every_token),
+    "electra_15": ("disc_loss", _masked_tokens),
+    "replace_mlm": ("mlm_loss", lambda features: features[F.MASKED_LM_WEIGHTS]),
+    "all_tokens_mlm": ("mlm_loss", _every_token),
 }
 
 
@@ -105,15 +117,18 @@ class ElectraPretrainer(tf_keras.Model):
   def call(self, features, training=None):
     return self.forward(features, step=tf.constant(0, tf.int64), training=training)
 
-  def forward(self, features, step, training=None) -> dict[str, tf.Tensor]:
+  def forward(self, features, step, training=None, micro_batch=(0, 1)) -> dict[str, tf.Tensor]:
     """Generator on the masked input, then sampling, corruption and the second network.
 
     Dropout masks and generator samples depend only on (config.seed, step, example or
     layer, replica), so a run resumed from a checkpoint draws what the uninterrupted run
-    would have drawn.
+    would have drawn. `micro_batch` (j, k): `features` are rows j*B..(j+1)*B-1 of this
+    replica's batch of k*B (gradient accumulation); the samples are drawn for those rows,
+    and dropout masks as `dropout.step_seed` says.
     """
-    with dropout.step_seed(self.config.seed, step), fused.enabled(self._fuse(training)):
-      return self._forward(features, step, training)
+    with dropout.step_seed(self.config.seed, step, micro_batch[0]), fused.enabled(
+        self._fuse(training)):
+      return self._forward(features, step, training, micro_batch)
 
   def _fuse(self, training) -> bool:
     """Whether this trace of the forward pass uses `fused`'s XLA kernels (see __init__)."""
@@ -123,7 +138,7 @@ class ElectraPretrainer(tf_keras.Model):
       return False
     return fused.available()
 
-  def _forward(self, features, step, training=None) -> dict[str, tf.Tensor]:
+  def _forward(self, features, step, training, micro_batch) -> dict[str, tf.Tensor]:
     gen_inputs = {F.INPUT_IDS: features[F.MASKED_INPUT_IDS], F.INPUT_MASK: features[F.INPUT_MASK],
                   F.SEGMENT_IDS: features[F.SEGMENT_IDS],
                   F.MASKED_LM_POSITIONS: features[F.MASKED_LM_POSITIONS]}
@@ -135,7 +150,9 @@ class ElectraPretrainer(tf_keras.Model):
     # identical for any number of replicas.
     replica = tf.distribute.get_replica_context().replica_id_in_sync_group
     local_batch = tf.shape(features[F.INPUT_IDS])[0]
-    rows = tf.cast(replica, tf.int32) * local_batch + tf.range(local_batch)
+    index, count = micro_batch
+    block = tf.cast(replica, tf.int32) * count + index if count > 1 else replica
+    rows = tf.cast(block, tf.int32) * local_batch + tf.range(local_batch)
     uniforms = rtd.position_uniforms(cfg.seed, step, rows, cfg.max_predictions_per_seq)
     disallow = features[F.MASKED_LM_IDS] if cfg.disallow_correct else None
     samples = tf.stop_gradient(rtd.sample_from_logits(
@@ -149,7 +166,7 @@ class ElectraPretrainer(tf_keras.Model):
     outputs.update(second(self.discriminator, inputs, features, training))
     return outputs
 
-  def compute_losses(self, outputs, features) -> dict[str, tf.Tensor]:
+  def compute_losses(self, outputs, features, denominators=None) -> dict[str, tf.Tensor]:
     """This replica's share of the global-batch losses (pure apart from the all-reduce).
 
     Each loss is (this replica's numerator) / (denominator summed over all replicas),
@@ -157,25 +174,36 @@ class ElectraPretrainer(tf_keras.Model):
     and gradient of the whole global batch on one device. The total weighs the generator
     by gen_weight, the detector by disc_weight and a second masked-LM by 1 (an MLM
     loss, as the generator's); a two-stage run counts only the network it trains.
+    `denominators` (global `loss_denominators` of a larger batch) replace this batch's.
     """
-    def share(terms):
+    def share(name, terms):
       num, den = terms
-      return num / (_global_sum(den) + _EPS)
+      den = _global_sum(den) if denominators is None else denominators[name]
+      return num / (den + _EPS)
 
-    losses = {"gen_loss": share(rtd.mlm_loss_terms(
+    losses = {"gen_loss": share("gen_loss", rtd.mlm_loss_terms(
         outputs["gen_logits"], features[F.MASKED_LM_IDS], features[F.MASKED_LM_WEIGHTS]))}
     total = self.config.gen_weight * losses["gen_loss"]
     if "disc_logits" in outputs:
-      losses["disc_loss"] = share(rtd.rtd_loss_terms(
+      losses["disc_loss"] = share("disc_loss", rtd.rtd_loss_terms(
           outputs["disc_logits"], outputs["labels"], outputs["disc_weights"]))
       total += self.config.disc_weight * losses["disc_loss"]
     elif "mlm_loss_terms" in outputs:
-      losses["mlm_loss"] = share(outputs["mlm_loss_terms"])
+      losses["mlm_loss"] = share("mlm_loss", outputs["mlm_loss_terms"])
       total += losses["mlm_loss"]
     if self.stage == STAGE_DISCRIMINATOR:
       total = self.config.disc_weight * losses["disc_loss"]
     losses["loss"] = total
     return losses
+
+  def loss_denominators(self, features) -> dict[str, tf.Tensor]:
+    """This replica's sums of the weights of each loss of `compute_losses` but the total,
+    known from `features` before any forward pass."""
+    sums = {"gen_loss": tf.reduce_sum(features[F.MASKED_LM_WEIGHTS])}
+    if self.discriminator is not None and self.stage != STAGE_GENERATOR:
+      name, weights = _SECOND_LOSS[self.config.objective]
+      sums[name] = tf.reduce_sum(weights(features))
+    return sums
 
   def trained_variables(self) -> list[tf.Variable]:
     """The variables this stage updates (all of them outside two-stage training)."""
@@ -216,51 +244,21 @@ class ElectraPretrainer(tf_keras.Model):
                                              self.trained_variables())
 
   def train_step(self, features):
-    outputs, losses, grads = self.compute_gradients(features, self.optimizer.iterations)
+    step = self.optimizer.iterations
+    if self.config.gradient_accumulation_steps == 1:
+      outputs, losses, grads = self.compute_gradients(features, step)
+      summed = {k: _global_sum(v) for k, v in losses.items()}
+    else:  # the micro-batches add their predictions to the metrics as they run
+      outputs, (summed, grads) = None, accumulation.accumulated_gradients(self, features, step)
     grads, norm = tf.clip_by_global_norm(grads, self.config.clip_norm)
-    summed = {k: _global_sum(v) for k, v in losses.items()}
-    finite = self._apply_if_finite(grads, summed["loss"], norm)
+    finite = apply_if_finite(self.optimizer, grads, self.trained_variables(), summed["loss"],
+                             norm)
     # Every replica adds its share: the metric sums over replicas when read.
     replicas = tf.distribute.get_replica_context().num_replicas_in_sync
     self.pretrain_metrics.nonfinite_steps.update_state(
         (1.0 - tf.cast(finite, tf.float32)) / replicas)
     self.pretrain_metrics.update(outputs, features, summed, norm)
     return {m.name: m.result() for m in self.metrics}
-
-  def _apply_if_finite(self, grads, loss: tf.Tensor, grad_norm: tf.Tensor) -> tf.Tensor:
-    """Applies the update unless the loss or the gradient norm is non-finite; True if applied.
-
-    A skipped step still advances optimizer.iterations (the schedule and the step seeds),
-    as dynamic loss scaling does. Under float16 the LossScaleOptimizer already skips
-    steps whose (scaled) gradients overflow, so only a non-finite loss counts here.
-    """
-    variables = self.trained_variables()
-    if isinstance(self.optimizer, tf_keras.mixed_precision.LossScaleOptimizer):
-      self.optimizer.apply_gradients(zip(grads, variables),
-                                     experimental_aggregate_gradients=False)
-      return tf.math.is_finite(loss)
-    finite = tf.logical_and(tf.math.is_finite(loss), tf.math.is_finite(grad_norm))
-
-    def apply_or_skip(strategy, grads, finite):
-      # Decided once in cross-replica context (the gradients are already summed, so every
-      # replica agrees), then applied back in replica context, as LossScaleOptimizer does.
-      finite = strategy.experimental_local_results(finite)[0]
-
-      def apply():
-        strategy.extended.call_for_each_replica(
-            lambda g: self.optimizer.apply_gradients(
-                zip(g, variables), experimental_aggregate_gradients=False),
-            args=(grads,))
-        return tf.constant(True)
-
-      def skip():
-        self.optimizer.iterations.assign_add(1, read_value=False)
-        return tf.constant(False)
-
-      return tf.cond(finite, apply, skip)
-
-    tf.distribute.get_replica_context().merge_call(apply_or_skip, args=(list(grads), finite))
-    return finite
 
   def test_step(self, features):
     # Draws of step 0 every time: an evaluation repeated on the same weights repeats exactly.

@@ -46,6 +46,11 @@ def save_or_check_run_config(model_dir: str, config: PretrainConfig, data_info: 
       if old[key] != new[key]:
         notes.append(f"note: {key} {old[key]} -> {new[key]} on resume: the learning-rate "
                      "schedule is recomputed from the new value")
+    key = "gradient_accumulation_steps"
+    if old.get(key, 1) != new[key]:
+      notes.append(f"note: {key} {old.get(key, 1)} -> {new[key]} on resume: the same updates "
+                   "from other micro-batches, equal up to float rounding (and, with Philox "
+                   "dropout, other dropout masks), so not bit-identical to continuing as before")
   if write:
     atomic.atomic_write_text(path, json.dumps({"pretrain": config.to_dict(), "data": data_info},
                                               indent=2, sort_keys=True))

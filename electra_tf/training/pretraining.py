@@ -101,9 +101,14 @@ def preflight(config: PretrainConfig, model_dir: str, strategy, vocab) -> list[s
   """
   if os.path.exists(model_dir) and not os.path.isdir(model_dir):
     raise UserError(f"--model_dir {model_dir} is a file; give a directory")
-  if config.batch_size % strategy.num_replicas_in_sync:
+  replicas, micro = strategy.num_replicas_in_sync, config.gradient_accumulation_steps
+  if config.batch_size % replicas:
     raise UserError(f"--batch_size {config.batch_size} is not divisible by the "
-                    f"{strategy.num_replicas_in_sync} replicas")
+                    f"{replicas} replicas")
+  if config.batch_size % (replicas * micro):
+    raise UserError(f"--batch_size {config.batch_size} does not split among {replicas} "
+                    f"replica(s) x {micro} micro-batches (--gradient_accumulation_steps); "
+                    f"use a multiple of {replicas * micro}")
   if vocab.size != config.model.vocab_size:
     raise UserError(f"the vocab has {vocab.size} tokens but the model expects "
                     f"{config.model.vocab_size}; set model.vocab_size or use the matching vocab")
@@ -231,8 +236,10 @@ def _fit(model, manager, config: PretrainConfig, data: TrainData, strategy, run:
   guard = callbacks.NonFiniteGuard(config.on_nonfinite, manager, stream=run.stream)
   multi_worker = workers.is_multi_worker(strategy)
   preemption = callbacks.PreemptionSaver(strategy if multi_worker else None)
+  micro = config.gradient_accumulation_steps
   print(f"training steps {start}..{config.num_train_steps} on {strategy.num_replicas_in_sync} "
         f"replica(s), global batch {config.batch_size} x {config.max_seq_length} tokens"
+        + (f" in {micro} micro-batches per replica" if micro > 1 else "")
         + (", deterministic" if config.deterministic else ""), file=run.stream, flush=True)
   with _explained_failures(run, multi_worker), preemption.catching_signals():
     for stage, last_step in model.stage_segments(start):  # one, unless two-stage

@@ -196,3 +196,29 @@ def test_fused_dropout_with_a_batch_dimension_unknown_when_traced():
 
   np.testing.assert_array_equal(dynamic(x), fused.dropout(x, 0.2, seed))
   assert dynamic(x[:3]).shape == (3, 16)
+
+
+# Micro-batches of gradient accumulation (electra_tf/model/accumulation.py).
+
+def _micro(layer, x, step, micro_batch, use_fused):
+  with fused.enabled(use_fused), dropout.step_seed(7, tf.constant(step, tf.int64), micro_batch):
+    return layer(x, training=True).numpy()
+
+
+def test_fused_micro_batches_draw_the_whole_batch_mask_at_their_rows():
+  layer = dropout.SeededDropout(0.5, name="m")
+  x = tf.ones([6, 5, 7])
+  whole = _micro(layer, x, 4, 0, True)
+  parts = [_micro(layer, x[2 * j:2 * j + 2], 4, tf.constant(j), True) for j in range(3)]
+  np.testing.assert_array_equal(np.concatenate(parts), whole)
+
+
+def test_philox_micro_batches_draw_other_masks_and_micro_batch_zero_the_step_mask():
+  layer = dropout.SeededDropout(0.5, name="m")
+  x = tf.ones([4, 64])
+  step_mask = _micro(layer, x, 4, 0, False)
+  np.testing.assert_array_equal(_micro(layer, x, 4, tf.constant(0), False), step_mask)
+  dropped = [_micro(layer, x, 4, tf.constant(j), False) == 0 for j in (1, 2)]
+  for other in dropped:  # independent of micro-batch 0's: both dropped a quarter of the time
+    assert abs(np.mean(other & (step_mask == 0)) - 0.25) < 0.1
+  assert np.any(dropped[0] != dropped[1])

@@ -35,7 +35,8 @@ def data_dir(tmp_path_factory):
   return out
 
 
-def test_two_workers_end_with_identical_weights(tmp_path, data_dir):
+@pytest.mark.parametrize("accumulation", [1, 2])
+def test_two_workers_end_with_identical_weights(tmp_path, data_dir, accumulation):
   workers = [f"localhost:{p}" for p in _free_ports(2)]
   model_dir = tmp_path / "run"
   procs = []
@@ -44,7 +45,7 @@ def test_two_workers_end_with_identical_weights(tmp_path, data_dir):
         {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})}
     procs.append(subprocess.Popen(
         [sys.executable, os.path.join(ROOT, "tests", "mw_worker.py"), data_dir,
-         str(model_dir), str(tmp_path / f"w{index}.npz")],
+         str(model_dir), str(tmp_path / f"w{index}.npz"), str(accumulation)],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
   outputs = []
   try:
@@ -55,7 +56,9 @@ def test_two_workers_end_with_identical_weights(tmp_path, data_dir):
       proc.kill()
   for proc, out in zip(procs, outputs):
     assert proc.returncode == 0, out[-3000:]
-  assert "step 6/6" in outputs[0]  # the chief reports progress
+  assert "step 6/6" in outputs[0]  # the chief reports progress (updates, not micro-batches)
+  if accumulation > 1:
+    assert f"in {accumulation} micro-batches per replica" in outputs[0]
   w0 = np.load(tmp_path / "w0.npz")
   w1 = np.load(tmp_path / "w1.npz")
   assert len(w0.files) == len(w1.files) > 10
