@@ -33,7 +33,7 @@ flags.DEFINE_string("init_checkpoint", None,
                     "an electra-convert output, a Hugging Face ELECTRA/BERT folder "
                     "or an authors' TF1 checkpoint. Without it the encoder starts random "
                     "(sizes from --model_size).")
-flags.DEFINE_string("model_size", "tiny", "Preset (tiny, small, base, large) or preset file "
+flags.DEFINE_string("model_size", "tiny", "Preset (demo, tiny, small, base, large) or preset file "
                     "for a random encoder (no --init_checkpoint).")
 flags.DEFINE_string("output_dir", None, "Checkpoints, best model, predictions, eval results.")
 flags.DEFINE_string("train_file", None,
