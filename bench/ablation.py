@@ -307,6 +307,27 @@ def _commit() -> str:
     return "unknown"
 
 
+def _check_settings(ledger: str, quick: bool, steps: int, seeds: list[int]) -> None:
+  """Records what the ledger's results depend on; refuses to resume under other settings
+  (a ledger made with another miniature or fine-tuning protocol would mix incomparable rows)."""
+  settings = {"miniature": QUICK if quick else MINIATURE, "electra_steps": steps,
+              "seeds": seeds, "tasks": {name: dataclasses.asdict(task) for name, task in
+                                        ablation_finetune.settings(quick).items()},
+              "finetune": {"learning_rate": ablation_finetune.LEARNING_RATE,
+                           "batch_size": ablation_finetune.BATCH_SIZE}}
+  settings = json.loads(json.dumps(settings))
+  path = os.path.join(ledger, "settings.json")
+  if os.path.exists(path):
+    with open(path, encoding="utf-8") as f:
+      recorded = json.load(f)
+    if recorded != settings:
+      raise SystemExit(f"error: {ledger} holds results made with other settings ({path}); "
+                       "move it away to start this study over, or restore those settings")
+    return
+  os.makedirs(ledger, exist_ok=True)
+  atomic.atomic_write_text(path, json.dumps(settings, indent=2))
+
+
 def _write_results(study: str, ledger: str, plan, scores: dict, pretrain: dict,
                    meta: dict, log=print) -> dict:
   """Writes ablation_<study>.{json,md,png} in `ledger` from the rows finished so far."""
@@ -354,6 +375,7 @@ def run_study(study: str, workdir: str, quick: bool = False, results_dir: str | 
           "cpu": _cpu(), "seeds": seeds, "miniature": QUICK if quick else MINIATURE,
           "vocab_size": base.model.vocab_size}
   finetune_dir = os.path.join(ledger, "finetune")
+  _check_settings(ledger, quick, steps, seeds)
 
   def finetune(encoders: dict) -> dict:
     return ablation_finetune.finetune_all(base.model, vocab_path, encoders, seeds,

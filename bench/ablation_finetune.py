@@ -69,6 +69,12 @@ TASKS = {"movie_reviews": TaskSetting("movie_reviews", 48, 2000, 2),
          "trec": TaskSetting("trec", 32, 2000, 2)}
 QUICK_TASKS = {"movie_reviews": TaskSetting("movie_reviews", 32, 64, 1),
                "trec": TaskSetting("trec", 16, 64, 1)}
+LEARNING_RATE, BATCH_SIZE = 3e-4, 32
+
+
+def settings(quick: bool = False) -> dict[str, TaskSetting]:
+  """The tasks and how they are fine-tuned (what a study's results depend on)."""
+  return QUICK_TASKS if quick else TASKS
 
 
 def load_task(setting: TaskSetting, tokenizer: WordPieceTokenizer, dev_limit: int | None = None):
@@ -90,7 +96,8 @@ class MultiSeedFinetuner:
   """
 
   def __init__(self, encoder_config: EncoderConfig, setting: TaskSetting, spec: TaskSpec,
-               train: dict, dev: dict, learning_rate: float = 3e-4, batch_size: int = 32):
+               train: dict, dev: dict, learning_rate: float = LEARNING_RATE,
+               batch_size: int = BATCH_SIZE):
     self.train, self.dev, self.batch_size = train, dev, batch_size
     n = len(train[LABEL])
     self.steps = max(1, n // batch_size) * setting.epochs
