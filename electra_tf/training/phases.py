@@ -23,7 +23,7 @@ from electra_tf.data import manifest as manifest_lib
 from electra_tf.errors import UserError
 from electra_tf.training import artifacts
 
-_DOCS = "docs/pretraining.md#two-phase-pretraining"
+_DOCS = "docs/pretraining.md, section 7"
 
 
 @dataclasses.dataclass(frozen=True)
