@@ -192,7 +192,11 @@ def main(argv):
                                  or vocab_lib.builtin_vocab_path())
     # Fail on settings before spending minutes building data.
     phase = phases.PhaseRequest(FLAGS.new_phase, FLAGS.phase_end_step)
-    pretraining.preflight(config, model_dir, strategy, vocab, phase)
+    try:
+      pretraining.preflight(config, model_dir, strategy, vocab, phase)
+    except phases.PhaseOver as exc:
+      print(exc, flush=True)  # a job script rerun from its start reaches the current phase
+      return
     held_out = resolve_held_out(FLAGS, config, model_dir, vocab)
     if FLAGS.eval_only:
       from electra_tf.training import evaluation

@@ -26,6 +26,10 @@ from electra_tf.training import artifacts
 _DOCS = "docs/pretraining.md, section 7"
 
 
+class PhaseOver(UserError):
+  """The command is that of a phase the run has left: nothing to do (not a failure)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class PhaseRequest:
   """What a command asks of the run's phases.
@@ -49,13 +53,24 @@ class PhaseRequest:
     return config.num_train_steps if self.end_step is None else self.end_step
 
   def check(self, config: PretrainConfig, model_dir: str, has_checkpoint: bool) -> None:
-    """Raises a UserError for a request that cannot be met (cheap: before any data)."""
+    """Raises a UserError for a request that cannot be met (cheap: before any data), and
+    PhaseOver when `config` has the settings of a phase the run has left (so that a job
+    script that runs every phase's command can simply be run again)."""
     if self.end_step is not None and not 0 < self.end_step <= config.num_train_steps:
       raise UserError(f"--phase_end_step {self.end_step} must be in 1..num_train_steps "
                       f"({config.num_train_steps}), which stays the schedule's length")
     if self.new_phase and not has_checkpoint:
       raise UserError(f"--new_phase continues a run, but {model_dir} has no checkpoint; train "
                       "the first phase there first, or drop --new_phase to start a run")
+    found = None if self.new_phase or not has_checkpoint else artifacts.read_run_config(model_dir)
+    history = found[0].get("phases") or [] if found else []
+    if len(history) < 2 or _same(history[-1], config):
+      return
+    for index, entry in enumerate(history[:-1], 1):
+      if _same(entry, config):
+        raise PhaseOver(f"phase {index} of {model_dir} is over: the run is in phase "
+                        f"{len(history)}, begun at step {history[-1]['start_step']}; nothing "
+                        "to do here (that phase's command resumes it)")
 
 
 # No new phase, no early end: a run started or resumed as usual.
@@ -66,15 +81,19 @@ def _entry(config: PretrainConfig, start_step: int) -> dict:
   return {"start_step": start_step, **{k: getattr(config, k) for k in PHASE_FIELDS}}
 
 
-def record(model_dir: str, config: PretrainConfig, data_info: dict, step: int,
-           request: PhaseRequest, write: bool, stream) -> int:
+def _same(entry: dict, config: PretrainConfig) -> bool:
+  return all(entry[k] == getattr(config, k) for k in PHASE_FIELDS)
+
+
+def record(model_dir: str, config: PretrainConfig, data, step: int, request: PhaseRequest,
+           write: bool, stream) -> int:
   """Records the run's config and phases in config.json; returns the step the current phase
   began at. A new run (step 0) starts a new record: settings bind only once checkpointed.
 
   Args:
     model_dir: the run.
     config: this command's config (preflight has checked it against the saved one).
-    data_info: what config.json says of the data (vocab md5, examples, tokens).
+    data: the run's TrainData, whose vocab and counts config.json records.
     step: the step the run restored (0: a new run).
     request: the command's phase flags.
     write: write config.json (the chief).
@@ -114,6 +133,8 @@ def record(model_dir: str, config: PretrainConfig, data_info: dict, step: int,
           file=stream, flush=True)
   current["end_step"] = request.end_step
   if write:
+    data_info = {"vocab_md5": data.vocab.md5, "vocab_size": data.vocab.size,
+                 "examples": data.examples, "tokens": data.tokens}
     artifacts.save_or_check_run_config(model_dir, config, data_info, enforce=False,
                                        phases=phases)
   return current["start_step"]

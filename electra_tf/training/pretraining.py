@@ -130,7 +130,6 @@ class _Run:
   is_chief: bool
   task_id: int
   stream: object
-  data_info: dict  # what config.json records of the data
   phase_start: int = 0  # the step this phase of the run began at: its data stream's origin
   end_step: int = 0  # where this command stops: num_train_steps, or the phase's end
 
@@ -165,8 +164,8 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
     model = build_model(config, strategy, jit_compile, fused_kernels)
     manager = _restore(model, config, run, init_source)
     start = int(model.optimizer.iterations.numpy())
-    run.phase_start = phases.record(model_dir, config, run.data_info, start, phase,
-                                    run.is_chief, run.stream)
+    run.phase_start = phases.record(model_dir, config, data, start, phase, run.is_chief,
+                                    run.stream)
     run.end_step = phase.last_step(config)
     if start >= run.end_step:
       print(phases.nothing_to_do(model_dir, start, config, phase), file=run.stream)
@@ -192,10 +191,8 @@ def _begin(config: PretrainConfig, data: TrainData, model_dir: str, strategy, ji
   tf_keras.utils.set_random_seed(config.seed)
   if config.deterministic:
     tf.config.experimental.enable_op_determinism()
-  data_info = {"vocab_md5": data.vocab.md5, "vocab_size": data.vocab.size,
-               "examples": data.examples, "tokens": data.tokens}
   run = _Run(model_dir, os.path.join(model_dir, filenames.CHECKPOINT_SUBDIR), is_chief,
-             task_id, stream, data_info)
+             task_id, stream)
   for note in notes:
     print(note, file=stream)
   return run

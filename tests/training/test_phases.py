@@ -3,6 +3,7 @@
 import io
 import json
 import shutil
+import types
 
 import pytest
 
@@ -13,11 +14,13 @@ from electra_tf.training import artifacts, phases
 PHASE_1 = PretrainConfig(max_seq_length=128, batch_size=8, num_train_steps=40)
 PHASE_2 = PHASE_1.replace(max_seq_length=512, batch_size=4)  # max_predictions 19 -> 79
 DATA = {"vocab_md5": "md5"}
+TRAIN_DATA = types.SimpleNamespace(vocab=types.SimpleNamespace(md5="md5", size=30522),
+                                   examples=None, tokens=None)
 
 
 def _record(model_dir, config, step, new_phase=False, end_step=None):
   stream = io.StringIO()
-  start = phases.record(str(model_dir), config, DATA, step,
+  start = phases.record(str(model_dir), config, TRAIN_DATA, step,
                         phases.PhaseRequest(new_phase, end_step), write=True, stream=stream)
   return start, stream.getvalue()
 
@@ -88,6 +91,19 @@ def test_only_the_phase_fields_may_change_and_only_with_new_phase(tmp_path):
   with pytest.raises(UserError, match=r"other settings \(vocab\)"):
     artifacts.save_or_check_run_config(str(tmp_path), PHASE_2, {"vocab_md5": "other"},
                                        write=False, may_change=allowed)
+
+
+def test_an_earlier_phase_command_on_a_later_phase_has_nothing_to_do(tmp_path):
+  _record(tmp_path, PHASE_1, 0, end_step=12)
+  _record(tmp_path, PHASE_2, 12, new_phase=True)
+  # A job script rerun from its start: phase 1's command, then phase 2's.
+  with pytest.raises(phases.PhaseOver, match="phase 1 of .* is over: the run is in phase 2, "
+                                             "begun at step 12"):
+    phases.PhaseRequest(end_step=12).check(PHASE_1, str(tmp_path), has_checkpoint=True)
+  phases.PhaseRequest(new_phase=True).check(PHASE_2, str(tmp_path), has_checkpoint=True)
+  phases.PhaseRequest().check(PHASE_2, str(tmp_path), has_checkpoint=True)
+  # Settings of no phase of the run stay the resume check's to refuse.
+  phases.PhaseRequest().check(PHASE_1.replace(batch_size=16), str(tmp_path), True)
 
 
 def test_request_checks():

@@ -101,10 +101,14 @@ def test_phase_two_continues_phase_one_and_resumes_exactly(tmp_path, data):
   carried = sum(float(kept * v.sum()) for v in before.values())
   assert carried > 0.5 * sum(float(v.sum()) for v in after.values())
 
-  # The same phase 2 killed after its step-16 checkpoint, then rerun with the same command.
+  # The same phase 2 killed after its step-16 checkpoint; then the job's script reruns
+  # both commands: phase 1's has nothing to do, phase 2's resumes.
   rc, out = run_until_step([f"--model_dir={killed}", *phase_2], 18, signal.SIGKILL, 0.0)
   assert rc == -signal.SIGKILL, out[-3000:]
   assert "phase 2 of the run begins at step 12" in out
+  result = run_to_end([f"--model_dir={killed}", *phase_1])
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert f"phase 1 of {killed} is over: the run is in phase 2, begun at step 12" in result.stdout
   result = run_to_end([f"--model_dir={killed}", *phase_2])
   assert result.returncode == 0, result.stderr[-3000:]
   assert "phase 2 of the run, begun at step 12" in result.stdout
