@@ -1,7 +1,8 @@
 """The names of what the commands write to disk, each defined once.
 
 A pretraining model_dir:        config.json, checkpoints/ckpt-<step>.*, discriminator/, train/,
-                                eval/, data/ and eval_data/ (when built from text)
+                                eval/, data/ and eval_data/ (when built from text; a later
+                                phase at another length adds data_<length>/)
 A discriminator export:         config.json ({"encoder": ...}), ckpt.*, vocab.txt
 A converted checkpoint folder:  config.json ({"pretrain": ...}), ckpt.*, vocab.txt
 A fine-tuning output_dir:       finetune.json, checkpoints/, best/, eval_results.json, train/, eval/

@@ -19,14 +19,10 @@ from absl import flags, logging
 
 from electra_tf import cli, presets  # stdlib only: --help stays fast
 from electra_tf import config as config_lib
+from electra_tf.commands.pretrain_data import resolve_data, resolve_held_out
 from electra_tf.config import ConfigError, EncoderConfig, PretrainConfig
-from electra_tf.errors import UserError, check_field_types
-from electra_tf.filenames import (
-  DATA_SUBDIR,
-  DISCRIMINATOR_SUBDIR,
-  EVAL_DATA_SUBDIR,
-  HELD_OUT_SUBDIR,
-)
+from electra_tf.errors import check_field_types
+from electra_tf.filenames import DISCRIMINATOR_SUBDIR
 
 # Modules that load TensorFlow are imported inside the functions that use them: --help and
 # flag errors answer before TensorFlow starts.
@@ -117,6 +113,15 @@ flags.DEFINE_integer("eval_every", None, "Steps between held-out evaluations (0:
 flags.DEFINE_integer("eval_batches", 50, "Global batches per held-out evaluation.")
 flags.DEFINE_bool("eval_only", False, "Evaluate model_dir's newest checkpoint on the held-out "
                   "data once, print the figures and exit (no training).")
+flags.DEFINE_bool("new_phase", False,
+                  "Continue model_dir's run in a new phase: --max_seq_length, --batch_size and "
+                  "max_predictions_per_seq may differ from its current phase's (e.g. 128 "
+                  "tokens, then 512, on data built at 512); weights, optimizer state, step and "
+                  "learning-rate schedule carry on. With the current phase's settings it is "
+                  "an ordinary resume.")
+flags.DEFINE_integer("phase_end_step", None,
+                     "Stop at this step, its checkpoint saved, with the learning-rate schedule "
+                     "still over --num_train_steps: the end of a phase (then --new_phase).")
 flags.DEFINE_string("config_overrides", None,
                     "JSON object of further config keys, e.g. '{\"model.hidden_size\": 128}'.")
 
@@ -169,42 +174,6 @@ def apply_init_checkpoint(config):
   return config.replace(**changes), source
 
 
-def resolve_data(config, model_dir: str, is_multi_worker: bool, vocab):
-  """TrainData from --train_data, or from text (--text_files or the built-in corpus)."""
-  from electra_tf.data import builtin, pretraining_data, records
-  from electra_tf.data import manifest as manifest_lib
-  from electra_tf.training.pretraining import TrainData
-
-  if FLAGS.text_files and FLAGS.train_data:
-    raise UserError("give --text_files or --train_data, not both")
-  if FLAGS.train_data:
-    files = records.resolve_files(FLAGS.train_data, vocab, config.max_seq_length)
-    records.check_first_record(files, config.max_seq_length)
-    entries = [e for e in FLAGS.train_data.split(",") if e.strip()]
-    # Example and token counts (for "data pass") come from a single data dir's manifest.
-    manifest = manifest_lib.read_manifest(entries[0], required=False) if len(entries) == 1 \
-        else None
-    if manifest is None:
-      return TrainData(files, vocab)
-    return TrainData(files, vocab, manifest.examples, manifest.tokens)
-  if is_multi_worker:
-    raise UserError("--strategy=multi_worker_mirrored needs --train_data built beforehand "
-                    "(electra-build-data), so that workers do "
-                    "not build the same data at once")
-  text_files = FLAGS.text_files
-  if not text_files:
-    text_files = builtin.builtin_corpus(builtin.default_cache_dir())
-    print(f"no --text_files or --train_data: using the built-in corpus ({len(text_files)} "
-          "files of Wikipedia paragraphs from SQuAD v1.1 train)", flush=True)
-  data_dir = pretraining_data.build_if_needed(
-      text_files, vocab, os.path.join(model_dir, DATA_SUBDIR), config.max_seq_length,
-      lower_case=FLAGS.lower_case, seed=config.seed)
-  manifest = manifest_lib.read_manifest(data_dir)
-  print(f"data: {data_dir} ({manifest.documents:,} documents, {manifest.examples:,} examples, "
-        f"{manifest.tokens:,} tokens)", flush=True)
-  return TrainData(manifest.shard_paths, vocab, manifest.examples, manifest.tokens)
-
-
 def main(argv):
   del argv
   logging.set_verbosity(logging.WARNING)  # TF's checkpoint INFO lines drown the progress
@@ -213,7 +182,7 @@ def main(argv):
     config = resolve_config()
     model_dir = FLAGS.model_dir or os.path.join("runs", presets.run_name(FLAGS.model_size))
     cli.check_output_dir(model_dir, "--model_dir")
-    from electra_tf.training import pretraining
+    from electra_tf.training import phases, pretraining
     from electra_tf.training import strategy as strategy_lib
 
     strategy_lib.set_precision(config.precision)
@@ -228,51 +197,29 @@ def main(argv):
     vocab = vocab_lib.load_vocab(FLAGS.vocab_file or (source and source.vocab_path)
                                  or vocab_lib.builtin_vocab_path())
     # Fail on settings before spending minutes building data.
-    pretraining.preflight(config, model_dir, strategy, vocab)
-    held_out = resolve_held_out(config, model_dir, vocab)
+    phase = phases.PhaseRequest(FLAGS.new_phase, FLAGS.phase_end_step)
+    try:
+      pretraining.preflight(config, model_dir, strategy, vocab, phase)
+    except phases.PhaseOver as exc:
+      print(exc, flush=True)  # a job script rerun from its start reaches the current phase
+      return
+    held_out = resolve_held_out(FLAGS, config, model_dir, vocab)
     if FLAGS.eval_only:
       from electra_tf.training import evaluation
 
       model = pretraining.build_model(config, strategy, fused_kernels=FLAGS.fused_kernels)
       evaluation.evaluate_saved_run(model, model_dir, held_out, strategy)
       return
-    data = resolve_data(config, model_dir, FLAGS.strategy == "multi_worker_mirrored", vocab)
+    data = resolve_data(FLAGS, config, model_dir, FLAGS.strategy == "multi_worker_mirrored",
+                        vocab)
     try:
       result = pretraining.run_pretraining(config, data, model_dir, strategy,
                                            jit_compile=FLAGS.jit_compile, init_source=source,
                                            fused_kernels=FLAGS.fused_kernels,
-                                           held_out=held_out)
+                                           held_out=held_out, phase=phase)
     except pretraining.Preempted as exc:
       sys.exit(exc.exit_code)  # the checkpoint is saved and the line printed
     print_summary(model_dir, result)
-
-
-def resolve_held_out(config, model_dir: str, vocab):
-  """The held-out data: --eval_data, or the built-in corpus's held-out articles."""
-  from electra_tf.data import builtin, pretraining_data, records
-  from electra_tf.data import manifest as manifest_lib
-  from electra_tf.errors import UserError
-  from electra_tf.training.evaluation import HeldOut
-
-  every = config.checkpoint_steps if FLAGS.eval_every is None else FLAGS.eval_every
-  set_aside = FLAGS.train_data and os.path.join(FLAGS.train_data, HELD_OUT_SUBDIR)
-  if not FLAGS.eval_data and set_aside and manifest_lib.is_data_dir(set_aside):
-    print(f"held-out data: {set_aside} (set aside when the data was built)", flush=True)
-    FLAGS.eval_data = set_aside
-  if FLAGS.eval_data:
-    files = records.resolve_files(FLAGS.eval_data, vocab, config.max_seq_length)
-    records.check_first_record(files, config.max_seq_length)
-  elif not (FLAGS.text_files or FLAGS.train_data):
-    text = builtin.builtin_corpus(builtin.default_cache_dir(), split="dev")
-    data_dir = pretraining_data.build_if_needed(
-        text, vocab, os.path.join(model_dir, EVAL_DATA_SUBDIR), config.max_seq_length,
-        lower_case=FLAGS.lower_case, seed=config.seed, show_progress=False)
-    files = manifest_lib.read_manifest(data_dir).shard_paths
-  elif FLAGS.eval_only:
-    raise UserError("--eval_only needs --eval_data (held-out data built with this vocab)")
-  else:
-    return None
-  return HeldOut(files, vocab, every, FLAGS.eval_batches or None)
 
 
 def print_summary(model_dir: str, result) -> None:

@@ -15,6 +15,7 @@ from electra_tf.config.pretrain_config import (
   NONFINITE_POLICIES,
   OBJECTIVES,
   OPTIMIZERS,
+  PHASE_FIELDS,
   PRECISIONS,
   RESUME_CRITICAL,
   STRATEGIES,
@@ -25,7 +26,7 @@ from electra_tf.config.pretrain_config import (
 
 __all__ = [
     "EMBEDDING_SHARING", "FINETUNE_TASKS", "HEAD_INITIALIZERS", "NONFINITE_POLICIES",
-    "OBJECTIVES", "OPTIMIZERS",
+    "OBJECTIVES", "OPTIMIZERS", "PHASE_FIELDS",
     "PRECISIONS", "RESUME_CRITICAL", "STRATEGIES", "ConfigError", "EncoderConfig",
     "FinetuneConfig", "PretrainConfig", "default_num_heads", "generator_config",
     "max_predictions", "resume_conflicts",

@@ -201,6 +201,9 @@ class PretrainConfig:
 # Fields whose change makes a checkpoint in model_dir unusable or a resume meaningless.
 RESUME_CRITICAL = ("model", "generator", "objective", "embedding_sharing", "two_stage_steps",
                    "max_seq_length", "optimizer", "max_predictions_per_seq", "batch_size")
+# The resume-critical fields a new phase of the run may change (training/phases.py: e.g. 128
+# tokens, then 512). The weights keep their shapes: positions come from max_position_embeddings.
+PHASE_FIELDS = ("max_seq_length", "max_predictions_per_seq", "batch_size")
 
 
 def resume_conflicts(saved: PretrainConfig, current: PretrainConfig) -> list[str]:

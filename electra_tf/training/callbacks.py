@@ -44,12 +44,14 @@ class ProgressLogger(tf_keras.callbacks.Callback):
     examples_per_epoch: examples in the training data, to show passes over the data.
     batch_size: global batch size (for passes over the data).
     stream: where lines go.
+    first_step: the step the data began to be read at (a later phase's first step).
   """
 
   def __init__(self, total_steps: int, log_steps: int, tokens_per_step: int,
                summary_dir: str | None = None, examples_per_epoch: int | None = None,
-               batch_size: int | None = None, stream=None):
+               batch_size: int | None = None, stream=None, first_step: int = 0):
     super().__init__()
+    self.first_step = first_step
     self.total_steps = total_steps
     self.log_steps = log_steps
     self.tokens_per_step = tokens_per_step
@@ -104,7 +106,8 @@ class ProgressLogger(tf_keras.callbacks.Callback):
     if "tokens_per_s" in values:
       parts.append(f"{values['tokens_per_s']:,.0f} tok/s")
     if self.examples_per_epoch and self.batch_size:
-      parts.append(f"data pass {step * self.batch_size / self.examples_per_epoch:.2f}")
+      passes = (step - self.first_step) * self.batch_size / self.examples_per_epoch
+      parts.append(f"data pass {passes:.2f}")
     if eta is not None:
       parts.append(f"ETA {_format_duration(eta)}")
     print(" | ".join(parts), file=self.stream, flush=True)
@@ -269,3 +272,11 @@ class PreemptionSaver(tf_keras.callbacks.Callback):
       self.peer_signalled = stop and not self.signal_name
     if stop:
       self.model.stop_training = True
+
+
+def batch_description(config) -> str:
+  """'global batch B x L tokens[ in k micro-batches per replica][, deterministic]'."""
+  micro = config.gradient_accumulation_steps
+  return (f"global batch {config.batch_size} x {config.max_seq_length} tokens"
+          + (f" in {micro} micro-batches per replica" if micro > 1 else "")
+          + (", deterministic" if config.deterministic else ""))

@@ -20,7 +20,7 @@ from electra_tf.data import pipeline, records
 from electra_tf.errors import RuntimeFailure, UserError
 from electra_tf.model import networks
 from electra_tf.model.pretrainer import ElectraPretrainer
-from electra_tf.training import artifacts, callbacks, evaluation, resume, workers
+from electra_tf.training import artifacts, callbacks, evaluation, phases, resume, workers
 from electra_tf.training.optimizer import WarmupLinearDecay, create_optimizer
 
 
@@ -93,8 +93,11 @@ def make_dataset(config: PretrainConfig, data: TrainData, strategy, repeat: bool
       start_step=start_step if deterministic else 0)
 
 
-def preflight(config: PretrainConfig, model_dir: str, strategy, vocab) -> list[str]:
+def preflight(config: PretrainConfig, model_dir: str, strategy, vocab,
+              phase: phases.PhaseRequest = phases.DEFAULT_REQUEST) -> list[str]:
   """Every check that needs no data or model: call it before building data (cheap, repeatable).
+
+  `phase` (the command's phase flags) may allow a new phase's settings (training/phases.py).
 
   Returns:
     Notes worth printing (schedule changes on resume, warmup longer than the run).
@@ -113,8 +116,10 @@ def preflight(config: PretrainConfig, model_dir: str, strategy, vocab) -> list[s
     raise UserError(f"the vocab has {vocab.size} tokens but the model expects "
                     f"{config.model.vocab_size}; set model.vocab_size or use the matching vocab")
   latest = resume.newest(os.path.join(model_dir, filenames.CHECKPOINT_SUBDIR))
+  phase.check(config, model_dir, bool(latest))
   notes = artifacts.save_or_check_run_config(model_dir, config, {"vocab_md5": vocab.md5},
-                                             write=False, enforce=bool(latest))
+                                             write=False, enforce=bool(latest),
+                                             may_change=phase.may_change)
   if config.warmup_steps > config.num_train_steps:
     notes.append(f"note: warmup_steps {config.warmup_steps} > num_train_steps "
                  f"{config.num_train_steps}: the learning rate never reaches its peak")
@@ -130,6 +135,8 @@ class _Run:
   is_chief: bool
   task_id: int
   stream: object
+  phase_start: int = 0  # the step this phase of the run began at: its data stream's origin
+  end_step: int = 0  # where this command stops: num_train_steps, or the phase's end
 
   @property
   def save_dir(self) -> str:
@@ -142,40 +149,44 @@ class _Run:
 def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, strategy,
                     jit_compile: bool = False, stream=None, init_source=None,
                     fused_kernels: bool = True,
-                    held_out: evaluation.HeldOut | None = None) -> RunResult:
+                    held_out: evaluation.HeldOut | None = None,
+                    phase: phases.PhaseRequest = phases.DEFAULT_REQUEST) -> RunResult:
   """Train (or resume) to config.num_train_steps, then export the encoder for fine-tuning.
 
   `init_source` (from electra_tf.checkpoints.converter.read_source) seeds the networks'
   weights when model_dir has no checkpoint yet; a resume always prefers model_dir's own.
   `held_out` evaluates held-out data during and after training (model_dir/eval).
+  `phase` ends this phase early or begins a new one (training/phases.py).
 
   Raises:
     UserError: settings that conflict with each other, the data, or model_dir's run.
     Preempted: a signal stopped the run after saving.
     RuntimeFailure: a save failed, the run diverged, or a worker was lost.
   """
-  run = _begin(config, data, model_dir, strategy, jit_compile, stream or sys.stdout)
+  run = _begin(config, data, model_dir, strategy, jit_compile, stream or sys.stdout, phase)
   replicas = strategy.num_replicas_in_sync
   with workers.replica_copies_kept_equal(config.deterministic and replicas > 1):
     model = build_model(config, strategy, jit_compile, fused_kernels)
     manager = _restore(model, config, run, init_source)
     start = int(model.optimizer.iterations.numpy())
-    if start >= config.num_train_steps:
-      print(f"{model_dir} is already at step {start} of {config.num_train_steps}; nothing to "
-            "do (raise --num_train_steps to train longer, or use a new --model_dir)",
-            file=run.stream)
+    run.phase_start = phases.record(model_dir, config, data, start, phase, run.is_chief,
+                                    run.stream)
+    run.end_step = phase.last_step(config)
+    if start >= run.end_step:
+      print(phases.nothing_to_do(model_dir, start, config, phase), file=run.stream)
       return RunResult(model, [], start)
     evaluator = held_out and held_out.callback(config, strategy, run.model_dir,
                                                run.stream if run.is_chief else None)
     history = _fit(model, manager, config, data, strategy, run, start, evaluator)
     _export_encoder(model, data, run)
+    phases.say_if_ended(run.end_step, config, run.stream)
   return RunResult(model, history, start, evaluator.history if evaluator else [])
 
 
 def _begin(config: PretrainConfig, data: TrainData, model_dir: str, strategy, jit_compile: bool,
-           stream) -> _Run:
-  """Checks the settings, seeds, and records the run's config in model_dir."""
-  notes = preflight(config, model_dir, strategy, data.vocab)
+           stream, phase: phases.PhaseRequest) -> _Run:
+  """Checks the settings and seeds (phases.record writes the config once the step is known)."""
+  notes = preflight(config, model_dir, strategy, data.vocab, phase)
   if jit_compile and strategy.num_replicas_in_sync > 1 and not tf.config.list_logical_devices(
       "GPU") and not tf.config.list_logical_devices("TPU"):
     raise UserError("--jit_compile cannot compile across logical CPU devices; "
@@ -187,12 +198,6 @@ def _begin(config: PretrainConfig, data: TrainData, model_dir: str, strategy, ji
     tf.config.experimental.enable_op_determinism()
   run = _Run(model_dir, os.path.join(model_dir, filenames.CHECKPOINT_SUBDIR), is_chief,
              task_id, stream)
-  data_info = {"vocab_md5": data.vocab.md5, "vocab_size": data.vocab.size,
-               "examples": data.examples, "tokens": data.tokens}
-  # Only a checkpoint makes the saved settings binding; a run that failed before its
-  # first save may be retried with corrected settings.
-  artifacts.save_or_check_run_config(model_dir, config, data_info, write=is_chief,
-                                     enforce=bool(resume.newest(run.ckpt_dir)))
   for note in notes:
     print(note, file=stream)
   return run
@@ -228,7 +233,7 @@ def _fit(model, manager, config: PretrainConfig, data: TrainData, strategy, run:
       shutil.rmtree(run.save_dir, ignore_errors=True)
 
   progress = callbacks.ProgressLogger(
-      config.num_train_steps, config.log_steps, config.tokens_per_step,
+      run.end_step, config.log_steps, config.tokens_per_step, first_step=run.phase_start,
       summary_dir=os.path.join(run.model_dir, filenames.TRAIN_LOGS) if run.is_chief else None,
       examples_per_epoch=data.examples, batch_size=config.batch_size,
       stream=run.stream if run.is_chief else open(os.devnull, "w"))
@@ -236,16 +241,13 @@ def _fit(model, manager, config: PretrainConfig, data: TrainData, strategy, run:
   guard = callbacks.NonFiniteGuard(config.on_nonfinite, manager, stream=run.stream)
   multi_worker = workers.is_multi_worker(strategy)
   preemption = callbacks.PreemptionSaver(strategy if multi_worker else None)
-  micro = config.gradient_accumulation_steps
-  print(f"training steps {start}..{config.num_train_steps} on {strategy.num_replicas_in_sync} "
-        f"replica(s), global batch {config.batch_size} x {config.max_seq_length} tokens"
-        + (f" in {micro} micro-batches per replica" if micro > 1 else "")
-        + (", deterministic" if config.deterministic else ""), file=run.stream, flush=True)
+  print(f"training steps {start}..{run.end_step} on {strategy.num_replicas_in_sync} "
+        f"replica(s), {callbacks.batch_description(config)}", file=run.stream, flush=True)
   with _explained_failures(run, multi_worker), preemption.catching_signals():
-    for stage, last_step in model.stage_segments(start):  # one, unless two-stage
+    for stage, last_step in phases.clip(model.stage_segments(start), run.end_step):
       step = int(model.optimizer.iterations.numpy())
-      model.enter_stage(stage, step)
-      dataset = make_dataset(config, data, strategy, start_step=step)
+      model.enter_stage(stage, step)  # one stage, unless two-stage
+      dataset = make_dataset(config, data, strategy, start_step=step - run.phase_start)
       # The guard runs first: a diverged step must stop the run before anything saves it.
       model.fit(dataset, epochs=1, steps_per_epoch=last_step - step, verbose=0,
                 callbacks=[guard, progress, preemption, saver, *filter(None, [evaluator])])
