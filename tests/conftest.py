@@ -24,7 +24,7 @@ tf.config.set_logical_device_configuration(
 # them in its usual order.
 _LONGEST_FILES_FIRST = (
     "tests/test_ablation_quick.py",  # about 280 on a quiet machine
-    "tests/model/test_accumulation.py",  # 500 (-n 0, 2026-11-25, beside a busy background job)
+    "tests/model/test_accumulation.py",  # 500 (-n 0, beside a busy background job)
     "tests/training/test_accumulation_runs.py",  # 455 (the same)
     "tests/model/test_accumulation_replicas.py",  # 250 (the same)
     "tests/training/test_failure_handling.py",  # 198
