@@ -61,11 +61,12 @@ def resolve_held_out(flag_values, config, model_dir: str, vocab):
 
   every = config.checkpoint_steps if flag_values.eval_every is None else flag_values.eval_every
   set_aside = flag_values.train_data and os.path.join(flag_values.train_data, HELD_OUT_SUBDIR)
-  if not flag_values.eval_data and set_aside and manifest_lib.is_data_dir(set_aside):
+  eval_data = flag_values.eval_data
+  if not eval_data and set_aside and manifest_lib.is_data_dir(set_aside):
     print(f"held-out data: {set_aside} (set aside when the data was built)", flush=True)
-    flag_values.eval_data = set_aside
-  if flag_values.eval_data:
-    files = records.resolve_files(flag_values.eval_data, vocab, config.max_seq_length)
+    eval_data = set_aside
+  if eval_data:
+    files = records.resolve_files(eval_data, vocab, config.max_seq_length)
     records.check_first_record(files, config.max_seq_length)
   elif not (flag_values.text_files or flag_values.train_data):
     text = builtin.builtin_corpus(builtin.default_cache_dir(), split="dev")
