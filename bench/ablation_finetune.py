@@ -174,12 +174,10 @@ def finetune_all(encoder_config: EncoderConfig, vocab_path: str, encoders: dict[
   tokenizer = WordPieceTokenizer(load_vocab(vocab_path))
   os.makedirs(results_dir, exist_ok=True)
   out = {}
-  for setting in (QUICK_TASKS if quick else TASKS).values():
+  for setting in settings(quick).values():
     path = os.path.join(results_dir, f"{setting.name}.jsonl")
     done = _read_jsonl(path)
-    finished = {(r["encoder"], r["seed"]) for r in done}
-    todo = [(name, seed) for name in encoders for seed in seeds
-            if (name, seed) not in finished]
+    todo = _not_done(done, encoders, seeds)
     if todo:
       tuner = _tuner(encoder_config, setting, vocab_path, tokenizer, quick)
       weights_of = {}
@@ -218,12 +216,16 @@ def _tuner(encoder_config: EncoderConfig, setting: TaskSetting, vocab_path: str,
 def pending(encoders: dict, seeds: list[int], results_dir: str, quick: bool = False) -> list:
   """The (task, encoder, seed) runs of `encoders` not yet in `results_dir`."""
   out = []
-  for setting in (QUICK_TASKS if quick else TASKS).values():
-    done = {(r["encoder"], r["seed"])
-            for r in _read_jsonl(os.path.join(results_dir, f"{setting.name}.jsonl"))}
-    out += [(setting.name, name, seed) for name in encoders for seed in seeds
-            if (name, seed) not in done]
+  for setting in settings(quick).values():
+    done = _read_jsonl(os.path.join(results_dir, f"{setting.name}.jsonl"))
+    out += [(setting.name, name, seed) for name, seed in _not_done(done, encoders, seeds)]
   return out
+
+
+def _not_done(done: list[dict], encoders: dict, seeds: list[int]) -> list[tuple[str, int]]:
+  """The (encoder, seed) runs of `encoders` x `seeds` without a record in `done`."""
+  finished = {(r["encoder"], r["seed"]) for r in done}
+  return [(name, seed) for name in encoders for seed in seeds if (name, seed) not in finished]
 
 
 def _read_jsonl(path: str) -> list[dict]:
