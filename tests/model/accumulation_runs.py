@@ -30,7 +30,10 @@ def initial_weights(config):
 def fit(config, data, strategy, optimizer, jit_compile=False, steps=STEPS, loss_scale=None):
   """(model, logged metrics) after `steps` updates, one batch of `data` (numpy dicts) each.
 
-  `loss_scale`: the initial scale of float16 dynamic loss scaling.
+  `loss_scale`: the initial scale of float16 dynamic loss scaling. The step runs eagerly
+  unless `jit_compile`: the same math without tracing a new model's train function (about
+  half a minute each here); tests/training/test_accumulation_runs.py runs the traced step
+  through the pretrain command.
   """
   with strategy.scope():
     model = ElectraPretrainer(config)
@@ -38,7 +41,8 @@ def fit(config, data, strategy, optimizer, jit_compile=False, steps=STEPS, loss_
     opt = create_optimizer(optimizer, WarmupLinearDecay(1e-2, 20, 2))
     if loss_scale:
       opt = tf_keras.mixed_precision.LossScaleOptimizer(opt, initial_scale=loss_scale)
-    model.compile(optimizer=opt, steps_per_execution=2, jit_compile=jit_compile)
+    model.compile(optimizer=opt, steps_per_execution=2, jit_compile=jit_compile,
+                  run_eagerly=not jit_compile)
   stacked = {k: np.concatenate([b[k] for b in data]) for k in data[0]}
 
   def per_replica(context):  # as the pipeline: replica r reads its rows of each batch
