@@ -77,13 +77,17 @@ def command_line(name: str, *args) -> list[str]:
   """The argv that starts command `name` with `args` in a fresh Python process.
 
   Pretraining runs the tiny preset unless `args` pick one: the default preset (the demo)
-  is sized for a few minutes of real learning, not for tests.
+  is sized for a few minutes of real learning, not for tests. It runs without the fused
+  GELU and dropout kernels unless `args` say otherwise: their XLA compiles cost a run about
+  12 s here, and the tests that cover them ask for them.
   """
   import sys
 
   args = [str(a) for a in args]
   if name.startswith("pretrain") and not any(a.startswith("--model_size") for a in args):
     args.append("--model_size=tiny")
+  if name.startswith("pretrain") and not any("fused_kernels" in a for a in args):
+    args.append("--nofused_kernels")
   return [sys.executable, *COMMANDS[name], *args]
 
 
