@@ -46,19 +46,17 @@ from electra_tf import atomic  # noqa: E402
 from electra_tf.config import EncoderConfig, PretrainConfig  # noqa: E402
 from electra_tf.model import flops  # noqa: E402
 
-# The miniature: ELECTRA-Small's width and heads, a third of its depth, seq 128. float32:
-# CPUs without native bfloat16 (AVX512-BF16 or AMX) emulate it far slower.
-# Short runs need a gentler start than the authors' 1M-step recipe: Adam's bias correction
-# on (without it the first updates are several times the scheduled rate, which a 10,000-step
-# warmup hides and a 100-step one does not) and the peak learning rate of their Base model,
-# 2e-4 (at 5e-4 a 2-layer, 128-wide discriminator collapsed to "never replaced", AUC 0.58,
-# within 400 steps; docs/objectives.md).
+# The miniature: the demo preset's discriminator (2 layers, 128 wide, 2 heads; configs/demo.py)
+# at batch 32, so that the study's 13 encoders x 3 seeds x 2 tasks fine-tune and its six
+# arms pretrain within about four hours on 2 CPU cores. The demo's recipe for short runs:
+# Adam's bias correction and a peak learning rate of 1e-3 (docs/objectives.md, "Short
+# runs"). float32: CPUs without native bfloat16 (AVX512-BF16 or AMX) emulate it far slower.
 MINIATURE = dict(
-    model=dict(hidden_size=256, num_layers=4, num_heads=4, intermediate_size=1024,
-               embedding_size=128),
-    max_seq_length=128, batch_size=32, learning_rate=2e-4, precision="float32",
+    model=dict(hidden_size=128, num_layers=2, num_heads=2, intermediate_size=512,
+               embedding_size=64),
+    max_seq_length=128, batch_size=32, learning_rate=1e-3, precision="float32",
     adam_bias_correction=True, steps_per_execution=50, log_steps=100, keep_checkpoints=5)
-ELECTRA_STEPS = 1000  # the electra arm's steps; the objectives study's FLOP budget
+ELECTRA_STEPS = 2000  # the electra arm's steps; the objectives study's FLOP budget
 VOCAB_SIZE = 8192
 SEEDS = (0, 1, 2)
 
@@ -308,8 +306,9 @@ def _commit() -> str:
 
 
 def _check_settings(ledger: str, quick: bool, steps: int, seeds: list[int]) -> None:
-  """Records what the ledger's results depend on; refuses to resume under other settings
-  (a ledger made with another miniature or fine-tuning protocol would mix incomparable rows)."""
+  """Records what the results in `ledger` (the ledger, or the workdir of the arms'
+  checkpoints) depend on; refuses to resume under other settings (arms or rows made with
+  another miniature or fine-tuning protocol would be mixed with incomparable ones)."""
   settings = {"miniature": QUICK if quick else MINIATURE, "electra_steps": steps,
               "seeds": seeds, "tasks": {name: dataclasses.asdict(task) for name, task in
                                         ablation_finetune.settings(quick).items()},
@@ -324,6 +323,9 @@ def _check_settings(ledger: str, quick: bool, steps: int, seeds: list[int]) -> N
       raise SystemExit(f"error: {ledger} holds results made with other settings ({path}); "
                        "move it away to start this study over, or restore those settings")
     return
+  if os.path.isdir(ledger) and os.listdir(ledger):
+    raise SystemExit(f"error: {ledger} holds results of unknown settings (no {path}); move "
+                     "it away to start this study over")
   os.makedirs(ledger, exist_ok=True)
   atomic.atomic_write_text(path, json.dumps(settings, indent=2))
 
@@ -375,7 +377,8 @@ def run_study(study: str, workdir: str, quick: bool = False, results_dir: str | 
           "cpu": _cpu(), "seeds": seeds, "miniature": QUICK if quick else MINIATURE,
           "vocab_size": base.model.vocab_size}
   finetune_dir = os.path.join(ledger, "finetune")
-  _check_settings(ledger, quick, steps, seeds)
+  for results in (ledger, work):
+    _check_settings(results, quick, steps, seeds)
 
   def finetune(encoders: dict) -> dict:
     return ablation_finetune.finetune_all(base.model, vocab_path, encoders, seeds,
