@@ -26,7 +26,6 @@ _LONGEST_FILES_FIRST = (
     "tests/test_ablation_quick.py",  # about 280 on a quiet machine
     "tests/model/test_accumulation.py",  # 500 (-n 0, beside a busy background job)
     "tests/training/test_two_phase.py",  # 206 (beside a busy background job)
-    "tests/training/test_accumulation_runs.py",
     "tests/model/test_accumulation_replicas.py",
     "tests/training/test_failure_handling.py",  # 198
     "tests/test_pretrain_cli.py",  # 162

@@ -32,8 +32,8 @@ def fit(config, data, strategy, optimizer, jit_compile=False, steps=STEPS, loss_
 
   `loss_scale`: the initial scale of float16 dynamic loss scaling. The step runs eagerly
   unless `jit_compile`: the same math without tracing a new model's train function (about
-  half a minute each here); tests/training/test_accumulation_runs.py runs the traced step
-  through the pretrain command.
+  half a minute each here); tests/training/test_fault_tolerance_replicas.py runs the traced
+  step through the pretrain command.
   """
   with strategy.scope():
     model = ElectraPretrainer(config)

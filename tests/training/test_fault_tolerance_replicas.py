@@ -4,7 +4,9 @@ Each replica applies the all-reduced gradients to its own copy of the weights, a
 checkpoint keeps only the first copy. Grappler can round the replicas' weight updates
 differently, so the copies would drift an ulp apart and a resumed run would continue from
 other weights than the run it replaced; `--deterministic` turns those rewrites off while the
-run trains (`workers.replica_copies_kept_equal`).
+run trains (`workers.replica_copies_kept_equal`). The run accumulates two micro-batches per
+update, so the same kill and resume covers gradient accumulation: the micro-batches' rows,
+samples and dropout masks must be drawn again exactly.
 """
 
 import random
@@ -14,7 +16,7 @@ from pretrain_runs import STEPS, assert_same_state, common_args, run_to_end, run
 
 
 def test_a_killed_two_replica_run_ends_equal_to_the_undisturbed_one(tmp_path, shards):
-  extra = ["--strategy=mirrored", "--cpu_devices=2"]
+  extra = ["--strategy=mirrored", "--cpu_devices=2", "--gradient_accumulation_steps=2"]
   rng = random.Random()
   reference = tmp_path / "reference"
   result = run_to_end(common_args(reference, shards, *extra))
