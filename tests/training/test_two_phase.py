@@ -13,7 +13,6 @@ import signal
 import numpy as np
 import pytest
 from pretrain_runs import assert_same_state, run_to_end, run_until_step
-from testing_utils import assert_clear_error
 
 PEAK, TOTAL, WARMUP, PHASE_END = 1e-3, 28, 20, 12  # phase 2 begins inside the warmup
 COMMON = ["--deterministic", "--nofused_kernels", f"--num_train_steps={TOTAL}",
@@ -73,12 +72,7 @@ def test_phase_two_continues_phase_one_and_resumes_exactly(tmp_path, data):
   lr = _printed_lr(result.stdout)
   assert lr[PHASE_END] == _schedule(PHASE_END), lr  # decaying over all 28 steps, not 12
   shutil.copytree(one, killed)
-
-  # A new phase changes the sequence length and batch size, nothing else (more in
-  # test_phases.py).
-  refused = run_to_end([f"--model_dir={killed}", *phase_2,
-                        '--config_overrides={"model.hidden_size": 128}'])
-  assert_clear_error(refused, "other settings (model: saved")
+  # What else a new phase may not change: test_phases.py.
 
   result = run_to_end([f"--model_dir={one}", *phase_2])
   assert result.returncode == 0, result.stderr[-3000:]
