@@ -9,6 +9,7 @@ import tf_keras
 
 from electra_tf import features as F
 from electra_tf.config import EncoderConfig, FinetuneConfig
+from electra_tf.model import train_loop
 from electra_tf.model.encoder import ElectraEncoder
 from electra_tf.model.replicas import global_sum as _global_sum
 from electra_tf.model.replicas import scale_loss, summed_gradients
@@ -24,7 +25,7 @@ def _encoder_inputs(features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
   return {k: features[k] for k in (F.INPUT_IDS, F.INPUT_MASK, F.SEGMENT_IDS)}
 
 
-class FinetuneModel(tf_keras.Model):
+class FinetuneModel(train_loop.TracedOnce, tf_keras.Model):
   """Shared train/test steps: a global-batch mean loss, clipped gradients, task metrics.
 
   Subclasses define `call(features, training)` -> dict of outputs and

@@ -7,7 +7,7 @@ import tf_keras
 
 from electra_tf import features as F
 from electra_tf.config import PretrainConfig
-from electra_tf.model import accumulation, dropout, fused, rtd
+from electra_tf.model import accumulation, dropout, fused, rtd, train_loop
 from electra_tf.model.networks import build_networks
 from electra_tf.model.pretrain_metrics import PretrainMetrics
 from electra_tf.model.replicas import apply_if_finite, scale_loss, summed_gradients
@@ -70,7 +70,7 @@ _SECOND_LOSS = {
 }
 
 
-class ElectraPretrainer(tf_keras.Model):
+class ElectraPretrainer(train_loop.TracedOnce, tf_keras.Model):
   """Joint ELECTRA pretraining, its ablations, or the plain MLM baseline (custom `train_step`).
 
   The objective and the weight sharing come from the config (see
@@ -224,8 +224,9 @@ class ElectraPretrainer(tf_keras.Model):
     return segments
 
   def enter_stage(self, stage: str, step: int) -> None:
-    """Switches what the train step trains; entering the discriminator stage at its first
-    step copies the generator's encoder into the discriminator's (equal sizes)."""
+    """Switches what the train step trains and makes its optimizer slots; entering the
+    discriminator stage at its first step copies the generator's encoder into the
+    discriminator's (equal sizes). Call under no strategy scope, before training."""
     if stage == STAGE_DISCRIMINATOR and step == self.config.two_stage_steps:
       for target, value in zip(self.discriminator.encoder.weights, self.generator.encoder.weights,
                                strict=True):
@@ -233,6 +234,8 @@ class ElectraPretrainer(tf_keras.Model):
     if stage != self.stage:
       self.stage = stage
       self.train_function = None  # retrace: the step's variables and losses change
+    with self.distribute_strategy.scope():  # before the step traces (train_loop.py)
+      train_loop.create_slots(self.optimizer, self.trained_variables())
 
   def compute_gradients(self, features, step):
     """(outputs, losses, gradients of this stage's variables), summed over replicas, unscaled."""
