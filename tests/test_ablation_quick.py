@@ -23,7 +23,7 @@ def study(tmp_path_factory):
 def test_objective_arms_share_one_flop_budget(study):
   ablation, workdir, result = study
   records = {arm.name: json.load(open(os.path.join(workdir, arm.name, "done.json")))
-             for arm in ablation.arms("objectives")}
+             for arm in ablation.arms("objectives", quick=True)}
   budget = records["electra"]["flops"]
   for name, record in records.items():
     per_step = record["flops"] / record["steps"]
@@ -39,7 +39,7 @@ def test_objective_arms_share_one_flop_budget(study):
 def test_each_arm_trained_what_it_says(study):
   ablation, workdir, result = study
   metrics = {arm.name: json.load(open(os.path.join(workdir, arm.name, "done.json")))[
-      "final_metrics"] for arm in ablation.arms("objectives")}
+      "final_metrics"] for arm in ablation.arms("objectives", quick=True)}
   for name in ("electra", "electra_15", "two_stage"):
     assert "disc_auc" in metrics[name] and "mlm_accuracy" not in metrics[name], name
   for name in ("replace_mlm", "all_tokens_mlm"):
@@ -69,8 +69,8 @@ def test_two_stage_arm_froze_its_generator(study):
 def test_every_encoder_fine_tuned_with_every_seed(study):
   ablation, workdir, result = study
   rows = result["rows"]
-  expected = {"random", *(arm.name for arm in ablation.arms("objectives")),
-              *(f"{arm}@{f}%" for arm in ("electra", "mlm") for f in (25, 50, 75))}
+  expected = {"random", *(arm.name for arm in ablation.arms("objectives", quick=True)),
+              *(f"{arm}@{f}%" for arm in ("electra", "mlm") for f in (50,))}
   assert set(rows) == expected
   for name, row in rows.items():
     for task in ("movie_reviews", "trec"):
