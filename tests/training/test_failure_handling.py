@@ -5,17 +5,27 @@ line, every remaining checkpoint readable.
 """
 
 import os
+import shutil
 import signal
 
 import numpy as np
+import pytest
 from pretrain_runs import checkpoint_values, common_args, run_to_end
 
 
-def test_unreadable_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, shards):
-  run = tmp_path / "run"
-  args = common_args(run, shards, "--num_train_steps=12")
-  result = run_to_end(args)
+@pytest.fixture(scope="module")
+def run_at_12(tmp_path_factory, shards):
+  """A finished 12-step run with checkpoints at steps 6 and 12; each test damages a copy."""
+  run = tmp_path_factory.mktemp("base") / "run"
+  result = run_to_end(common_args(run, shards, "--num_train_steps=12"))
   assert result.returncode == 0, result.stderr[-3000:]
+  return run
+
+
+def test_unreadable_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, shards,
+                                                                     run_at_12):
+  run = tmp_path / "run"
+  shutil.copytree(run_at_12, run)
   data = run / "checkpoints" / "ckpt-12.data-00000-of-00001"
   with open(data, "r+b") as f:  # flip bytes in the middle: the CRC check must notice
     f.seek(os.path.getsize(data) // 2)
@@ -37,31 +47,30 @@ def test_unreadable_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, s
   assert "Traceback" not in result.stderr
 
 
-def test_full_disk_during_a_save_keeps_the_previous_checkpoint(tmp_path, shards):
+def test_full_disk_during_a_save_keeps_the_previous_checkpoint(tmp_path, shards, run_at_12):
   import resource
 
   from electra_tf.training import resume
 
   run = tmp_path / "run"
-  result = run_to_end(common_args(run, shards, "--num_train_steps=6"))
-  assert result.returncode == 0, result.stderr[-3000:]
-  size = os.path.getsize(run / "checkpoints" / "ckpt-6.data-00000-of-00001")
+  shutil.copytree(run_at_12, run)
+  size = os.path.getsize(run / "checkpoints" / "ckpt-12.data-00000-of-00001")
 
   def limit_file_size():  # writes past `size // 2` bytes fail with EFBIG, as on a full disk
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_FSIZE, (size // 2, size // 2))
 
-  proc = run_to_end(common_args(run, shards, "--num_train_steps=12"),
+  proc = run_to_end(common_args(run, shards, "--num_train_steps=18"),
                     preexec_fn=limit_file_size)
   assert proc.returncode == 1, proc.stderr[-3000:]
   assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
   last = proc.stderr.strip().splitlines()[-1]
   assert last.startswith("error: could not write checkpoint"), last
-  assert "ckpt-6 is intact" in last, last
+  assert "ckpt-12 is intact" in last, last
   names = os.listdir(run / "checkpoints")
-  assert not [n for n in names if n.startswith("ckpt-12")], names
-  assert resume.problem(str(run / "checkpoints" / "ckpt-6")) is None
-  assert resume.newest(str(run / "checkpoints")).endswith("ckpt-6")
+  assert not [n for n in names if n.startswith("ckpt-18")], names
+  assert resume.problem(str(run / "checkpoints" / "ckpt-12")) is None
+  assert resume.newest(str(run / "checkpoints")).endswith("ckpt-12")
 
 
 def test_divergence_stops_with_the_last_good_checkpoint_or_skips(tmp_path, shards):
