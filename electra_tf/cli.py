@@ -8,6 +8,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 
+from electra_tf import fileio
 from electra_tf.errors import RuntimeFailure, UserError
 
 
@@ -33,13 +34,18 @@ def check_output_dir(path: str, flag: str) -> None:
 
   Checks that `path` is not a file, that no parent of it is a file, and that its nearest
   existing directory accepts a new entry (a temporary directory, removed at once). This
-  also catches what permission bits do not stop as root, such as paths under /proc.
+  also catches what permission bits do not stop as root, such as paths under /proc. A
+  remote path (gs://) needs a file system registered for its scheme and must not be a
+  file; TF reports other errors when writing.
 
   Raises:
     UserError: naming `flag`, the path and why it cannot be written.
   """
-  if "://" in path:
-    return  # gs:// and other remote file systems: TF reports their errors when writing
+  if fileio.is_remote(path):
+    fileio.check_path(path, flag)
+    if fileio.exists(path) and not fileio.isdir(path):
+      raise UserError(f"{flag} {path} is a file; give a directory")
+    return
   path = os.path.abspath(os.path.expanduser(path))
   if os.path.exists(path) and not os.path.isdir(path):
     raise UserError(f"{flag} {path} is a file; give a directory")
