@@ -41,6 +41,7 @@ def read_source(path: str, *, num_heads: int | None = None,
   """Read any supported checkpoint at `path` (see `load`)."""
   if generator_path:
     return merge(read_source(path, num_heads=num_heads), read_source(generator_path))
+  fileio.check_path(path)
   if not fileio.exists(path) and not fileio.isfile(path + ".index"):
     raise UserError(f"{path} does not exist")
   located = native.locate(path)

@@ -16,7 +16,12 @@ import tensorflow as tf
 from electra_tf import atomic, fileio
 from electra_tf.checkpoints import names
 from electra_tf.checkpoints.source import Source, find_vocab, pretrain_config
-from electra_tf.checkpoints.tf1 import OBJECT_GRAPH_KEY, READ_ERRORS, checkpoint_error
+from electra_tf.checkpoints.tf1 import (
+  OBJECT_GRAPH_KEY,
+  READ_ERRORS,
+  checkpoint_error,
+  open_checkpoint,
+)
 from electra_tf.config import ConfigError, EncoderConfig, PretrainConfig
 from electra_tf.errors import UserError, check_field_types
 from electra_tf.filenames import (
@@ -91,8 +96,8 @@ def locate(path: str) -> tuple[str, str, str] | None:
 def _is_object_based(prefix: str) -> bool:
   """TF2 object-based (ours) rather than name-based (the authors' TF1 Saver)."""
   try:
-    return OBJECT_GRAPH_KEY in dict(tf.train.list_variables(prefix))
-  except READ_ERRORS:
+    return OBJECT_GRAPH_KEY in open_checkpoint(prefix).get_variable_to_shape_map()
+  except (*READ_ERRORS, UserError):
     return False  # the TF1 reader reports what is wrong with it
 
 
@@ -113,7 +118,8 @@ def read_native(path: str, kind: str, prefix: str, config_file: str) -> Source:
   """Build the networks of the config beside `prefix` and restore them from it."""
   config, is_export = _config_from_json(config_file, _read_json(config_file))
   try:
-    keys = [k for k, _ in tf.train.list_variables(prefix) if k != OBJECT_GRAPH_KEY]
+    keys = sorted(k for k in open_checkpoint(prefix).get_variable_to_shape_map()
+                  if k != OBJECT_GRAPH_KEY)
   except READ_ERRORS as exc:
     raise checkpoint_error(prefix, exc) from exc
   if is_export and any(k.startswith("model/head/output_bias/") for k in keys):

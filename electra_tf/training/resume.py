@@ -43,7 +43,8 @@ def newest(ckpt_dir: str) -> str | None:
 def problem(prefix: str) -> str | None:
   """Why the checkpoint at `prefix` cannot be restored, or None if every tensor reads back."""
   try:
-    reader = tf.train.load_checkpoint(prefix)
+    # Not tf.train.load_checkpoint: it asks isdir(prefix) first, which ram:// answers True.
+    reader = tf.compat.v1.train.NewCheckpointReader(prefix)
     for name in reader.get_variable_to_dtype_map():
       reader.get_tensor(name)
   except (tf.errors.OpError, ValueError, OSError) as exc:
