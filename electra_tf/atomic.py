@@ -101,11 +101,6 @@ def _publish(local_dir: str, final_dir: str, marker: str) -> None:
     fileio.copy(os.path.join(local_dir, *parts), fileio.join(final_dir, *parts))
 
 
-def is_complete(directory: str, marker: str) -> bool:
-  """True if `directory` holds its completion marker (every finished one does)."""
-  return fileio.isfile(fileio.join(directory, marker))
-
-
 def write_dir(final_dir: str, write: Callable[[str], None], marker: str) -> str:
   """Runs `write(tmp)` on a local staging directory, then puts it at `final_dir` (replacing
   it); `marker` names the file readers check (in `final_dir` or its subdirectories),

@@ -62,6 +62,15 @@ def check_output_dir(path: str, flag: str) -> None:
                     f"({exc.strerror}); choose another path") from None
 
 
+def check_input_paths(values: dict[str, str | None]) -> None:
+  """Refuses, before any work, an input path (or comma-separated paths) of a flag whose
+  scheme TensorFlow has no file system for (fileio.check_path)."""
+  for flag, value in values.items():
+    for path in (value or "").split(","):
+      if path.strip():
+        fileio.check_path(path.strip(), flag)
+
+
 def flags_parser(flag_values):
   """An absl `flags_parser` that reports bad flags, and arguments that are not flags, in one
   line with exit code 2."""

@@ -178,6 +178,8 @@ def walk(top: str) -> Iterator[tuple[str, list[str], list[str]]]:
 def open(path: str, mode: str = "r") -> IO[Any]:  # noqa: A001 - the file-object opener
   """A file object; text modes read and write UTF-8."""
   if is_remote(path):
+    if mode.startswith("w") and scheme(path) == "ram" and isfile(path):
+      remove(path)  # ram:// appends to a file opened for writing instead of truncating it
     return _gfile().GFile(path, mode)
   if "b" in mode:
     return builtins.open(path, mode)

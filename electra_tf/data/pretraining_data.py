@@ -15,6 +15,7 @@ import itertools
 import math
 import multiprocessing
 import os
+import re
 import sys
 import time
 
@@ -138,19 +139,27 @@ def _check_inputs(files: list[str], pattern: str) -> None:
       io_utils.decode_line(head, path, 0)  # raises, naming the NUL's offset
 
 
+_SHARD_NAME = re.compile(r"shard-\d{5}\.tfrecord")
+
+
 def _check_output_dir(output_dir: str, overwrite: bool) -> None:
   fileio.check_path(output_dir, "--output_dir")
   if fileio.isfile(output_dir):
     raise UserError(f"--output_dir {output_dir} is a file; give a directory path")
+  names = fileio.listdir(output_dir) if fileio.isdir(output_dir) else []
   if is_data_dir(output_dir):
     if not overwrite:
       raise UserError(f"{output_dir} already holds pretraining data; pass --overwrite to "
                       "replace it or choose another --output_dir")
-  elif fileio.isdir(output_dir) and fileio.listdir(output_dir):
+  elif names and all(_SHARD_NAME.fullmatch(n) or n == HELD_OUT_SUBDIR for n in names):
+    # Shards without their manifest: a copy to a remote file system that never finished.
+    if not overwrite:
+      raise UserError(f"{output_dir} holds an unfinished build (shards, no {MANIFEST_NAME}); "
+                      "pass --overwrite to replace it or choose another --output_dir")
+  elif names:
     # Never delete what we did not write: our builds only ever rename a finished dir here.
     raise UserError(f"{output_dir} exists and is not a pretraining data dir (no "
-                    f"{MANIFEST_NAME}: other files, or a build that never finished); remove it "
-                    "or choose another --output_dir")
+                    f"{MANIFEST_NAME}); remove it or choose another --output_dir")
 
 
 def build_pretraining_data(input_files: str | list[str], vocab: Vocab | str, output_dir: str,

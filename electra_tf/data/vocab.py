@@ -144,6 +144,7 @@ def learn_vocab(text_files: str | Sequence[str], vocab_size: int, lower_case: bo
   """
   if vocab_size < len(SPECIAL_TOKENS) + 1:
     raise UserError(f"--vocab_size={vocab_size} is too small; use at least a few thousand")
+  fileio.check_path(output_path, "--output")
   files = io_utils.expand_patterns(text_files)
   # A checking pass first: inside tf.data a bad byte would surface as an opaque op error.
   if not sum(len(batch) for batch in _text_batches(files)):
