@@ -34,7 +34,7 @@ def atomic_write_text(path: str, text: str) -> None:
         fileio.remove(tmp)
       raise
     return
-  directory = os.path.dirname(os.path.abspath(path))
+  directory = os.path.dirname(os.path.abspath(path))  # a local path from here on
   os.makedirs(directory, exist_ok=True)
   fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
   try:
@@ -76,7 +76,7 @@ def replace_dir(tmp_dir: str, final_dir: str, marker: str) -> None:
   if fileio.is_remote(final_dir):
     _publish(tmp_dir, final_dir, marker)
     return
-  old = None
+  old = None  # both local from here on
   if os.path.exists(final_dir):
     old = f"{tmp_dir}.old"
     os.rename(final_dir, old)

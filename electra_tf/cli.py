@@ -46,7 +46,7 @@ def check_output_dir(path: str, flag: str) -> None:
     if fileio.exists(path) and not fileio.isdir(path):
       raise UserError(f"{flag} {path} is a file; give a directory")
     return
-  path = os.path.abspath(os.path.expanduser(path))
+  path = os.path.abspath(os.path.expanduser(path))  # a local path from here on
   if os.path.exists(path) and not os.path.isdir(path):
     raise UserError(f"{flag} {path} is a file; give a directory")
   existing = path

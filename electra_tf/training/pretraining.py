@@ -236,7 +236,7 @@ def _fit(model, manager, config: PretrainConfig, data: TrainData, strategy, run:
       run.end_step, config.log_steps, config.tokens_per_step, first_step=run.phase_start,
       summary_dir=fileio.join(run.model_dir, filenames.TRAIN_LOGS) if run.is_chief else None,
       examples_per_epoch=data.examples, batch_size=config.batch_size,
-      stream=run.stream if run.is_chief else open(os.devnull, "w"))
+      stream=run.stream if run.is_chief else open(os.devnull, "w"))  # the local null device
   saver = callbacks.CheckpointSaver(manager, config.checkpoint_steps, on_save=cleanup)
   guard = callbacks.NonFiniteGuard(config.on_nonfinite, manager, stream=run.stream)
   multi_worker = workers.is_multi_worker(strategy)
