@@ -9,7 +9,7 @@ import tempfile
 from collections.abc import Iterator
 
 from electra_tf import fileio
-from electra_tf.errors import RuntimeFailure, UserError
+from electra_tf.errors import RuntimeFailure, UserError, tf_error_line
 
 
 def _one_line(text: str) -> str:
@@ -43,7 +43,14 @@ def check_output_dir(path: str, flag: str) -> None:
   """
   if fileio.is_remote(path):
     fileio.check_path(path, flag)
-    if fileio.exists(path) and not fileio.isdir(path):
+    import tensorflow as tf
+
+    try:
+      is_file = fileio.exists(path) and not fileio.isdir(path)
+    except tf.errors.OpError as exc:  # no such bucket, no credentials, no network
+      raise UserError(f"{flag} {path} cannot be reached ({tf_error_line(exc)}); check the "
+                      "path and your access to it") from None
+    if is_file:
       raise UserError(f"{flag} {path} is a file; give a directory")
     return
   path = os.path.abspath(os.path.expanduser(path))  # a local path from here on

@@ -82,21 +82,25 @@ def _split_scheme(path: str) -> tuple[str, str]:
 
 
 def dirname(path: str) -> str:
+  """The parent of `path`; for a remote path, never above its scheme's root (gs://)."""
   if not is_remote(path):
     return os.path.dirname(path)
-  prefix, rest = _split_scheme(path.rstrip("/"))
-  return prefix + posixpath.dirname(rest)
+  prefix, rest = _split_scheme(path)
+  return prefix + posixpath.dirname(rest.rstrip("/"))
 
 
 def basename(path: str) -> str:
-  return posixpath.basename(path.rstrip("/")) if is_remote(path) else os.path.basename(path)
+  if not is_remote(path):
+    return os.path.basename(path)
+  return posixpath.basename(_split_scheme(path)[1].rstrip("/"))
 
 
 def abspath(path: str) -> str:
-  """A local path made absolute; a remote path as it is."""
-  if is_remote(path):
-    return path.rstrip("/") if not path.endswith("://") else path
-  return os.path.abspath(path)
+  """A local path made absolute; a remote path as it is, without a trailing slash."""
+  if not is_remote(path):
+    return os.path.abspath(path)
+  prefix, rest = _split_scheme(path)
+  return prefix + rest.rstrip("/")
 
 
 def exists(path: str) -> bool:
@@ -104,7 +108,7 @@ def exists(path: str) -> bool:
     return os.path.exists(path)
   if not _gfile().exists(path):
     return False
-  if scheme(path) != "ram" or path.rstrip("/").endswith(":/"):
+  if scheme(path) != "ram" or not _split_scheme(path)[1].strip("/"):
     return True
   # ram:// matches by prefix (ram://ab/x makes ram://a "exist"): ask the parent's listing.
   return basename(path) in {n.rstrip("/") for n in _gfile().listdir(dirname(path))}

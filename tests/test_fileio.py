@@ -71,7 +71,9 @@ def test_paths_keep_their_scheme():
   assert fileio.abspath("gs://bucket/run") == "gs://bucket/run"
   assert fileio.abspath("run") == os.path.join(os.getcwd(), "run")
   assert fileio.dirname("gs://bucket/run") == "gs://bucket"
-  assert fileio.dirname("ram://run") == "ram://"
+  assert fileio.dirname("ram://run") == "ram://" and fileio.dirname("ram://") == "ram://"
+  assert fileio.basename("gs://bucket/run/") == "run" and fileio.abspath("gs://") == "gs://"
+  assert fileio.exists("ram://")
   assert fileio.join("gs://bucket", "a", "b") == "gs://bucket/a/b"
   assert fileio.scheme("GS://b") == "gs" and fileio.scheme("/tmp/x") is None
 
