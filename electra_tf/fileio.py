@@ -62,7 +62,7 @@ def check_path(path: str, flag: str = "") -> None:
   if module:
     try:
       importlib.import_module(module)  # registers its schemes when installed
-    except ImportError:
+    except Exception:  # not installed, or not loadable here: the check below says so
       pass
   if not _registered(name):
     if hint is None:
