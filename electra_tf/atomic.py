@@ -86,8 +86,10 @@ def replace_dir(tmp_dir: str, final_dir: str, marker: str) -> None:
 
 
 def _publish(local_dir: str, final_dir: str, marker: str) -> None:
-  if fileio.exists(fileio.join(final_dir, marker)):
-    fileio.remove(fileio.join(final_dir, marker))  # from here on readers see it unfinished
+  # The old markers first, top-down: from the first removal on, readers see it unfinished.
+  for directory, _, names in fileio.walk(final_dir):
+    if marker in names:
+      fileio.remove(fileio.join(directory, marker))
   fileio.rmtree(final_dir)
   files, markers = [], []
   for directory, _, names in os.walk(local_dir):

@@ -158,7 +158,7 @@ def test_a_remote_directory_is_copied_with_its_markers_last(monkeypatch):
   copied.clear()
   atomic.write_dir(final, lambda tmp: fileio.write_text(os.path.join(tmp, "manifest.json"), "2"),
                    "manifest.json")
-  assert removed[0] == f"{final}/manifest.json"
+  assert removed[:2] == [f"{final}/manifest.json", f"{final}/held_out/manifest.json"]
   assert fileio.listdir(final) == ["manifest.json"] and copied == ["manifest.json"]
 
 
