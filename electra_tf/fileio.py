@@ -4,6 +4,11 @@ Local paths use os and open() (fast, unchanged behaviour); a path with a scheme 
 through tf.io.gfile, imported only then, so the data tools stay quick to start. Check a
 path given by a user with `check_path` before any work: an unregistered scheme is one
 UserError line naming what to install.
+
+ram://, the in-memory file system the tests use, answers by name prefix (ram://a "exists"
+when ram://ab/x does) and appends to a file opened for writing; the functions here hide
+both. Neither it nor an object store renames a directory (see electra_tf.atomic), and it
+lists only the directories made with `makedirs`.
 """
 
 from __future__ import annotations
