@@ -8,7 +8,8 @@ import sys
 import tempfile
 from collections.abc import Iterator
 
-from electra_tf.errors import RuntimeFailure, UserError
+from electra_tf import fileio
+from electra_tf.errors import RuntimeFailure, UserError, tf_error_line
 
 
 def _one_line(text: str) -> str:
@@ -33,14 +34,26 @@ def check_output_dir(path: str, flag: str) -> None:
 
   Checks that `path` is not a file, that no parent of it is a file, and that its nearest
   existing directory accepts a new entry (a temporary directory, removed at once). This
-  also catches what permission bits do not stop as root, such as paths under /proc.
+  also catches what permission bits do not stop as root, such as paths under /proc. A
+  remote path (gs://) needs a file system registered for its scheme and must not be a
+  file; TF reports other errors when writing.
 
   Raises:
     UserError: naming `flag`, the path and why it cannot be written.
   """
-  if "://" in path:
-    return  # gs:// and other remote file systems: TF reports their errors when writing
-  path = os.path.abspath(os.path.expanduser(path))
+  if fileio.is_remote(path):
+    fileio.check_path(path, flag)
+    import tensorflow as tf
+
+    try:
+      is_file = fileio.exists(path) and not fileio.isdir(path)
+    except tf.errors.OpError as exc:  # no such bucket, no credentials, no network
+      raise UserError(f"{flag} {path} cannot be reached ({tf_error_line(exc)}); check the "
+                      "path and your access to it") from None
+    if is_file:
+      raise UserError(f"{flag} {path} is a file; give a directory")
+    return
+  path = os.path.abspath(os.path.expanduser(path))  # a local path from here on
   if os.path.exists(path) and not os.path.isdir(path):
     raise UserError(f"{flag} {path} is a file; give a directory")
   existing = path
@@ -54,6 +67,15 @@ def check_output_dir(path: str, flag: str) -> None:
   except OSError as exc:
     raise UserError(f"{flag} {path} cannot be created: nothing can be written in {existing} "
                     f"({exc.strerror}); choose another path") from None
+
+
+def check_input_paths(values: dict[str, str | None]) -> None:
+  """Refuses, before any work, an input path (or comma-separated paths) of a flag whose
+  scheme TensorFlow has no file system for (fileio.check_path)."""
+  for flag, value in values.items():
+    for path in (value or "").split(","):
+      if path.strip():
+        fileio.check_path(path.strip(), flag)
 
 
 def flags_parser(flag_values):

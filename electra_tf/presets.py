@@ -27,7 +27,7 @@ _modules: dict[str, types.ModuleType] = {}
 
 def directory() -> str:
   """The directory holding the presets: electra_tf/configs when installed, else configs/."""
-  package = os.path.dirname(os.path.abspath(__file__))
+  package = os.path.dirname(os.path.abspath(__file__))  # the installed package: local
   for candidate in (os.path.join(package, "configs"),
                     os.path.join(os.path.dirname(package), "configs")):
     if os.path.isfile(os.path.join(candidate, _FINETUNE_FILE)):
@@ -50,6 +50,9 @@ def run_name(name_or_path: str) -> str:
 
 def _load(path: str) -> types.ModuleType:
   """The module of the preset file at `path`, executed once per process."""
+  if "://" in path:  # Python imports local files only; the paths below are local
+    raise ConfigError(f"the preset file {path} is not on local disk; copy it there (a preset "
+                      "is Python, imported by this process)")
   path = os.path.abspath(path)
   if path not in _modules:
     if not os.path.isfile(path):

@@ -37,6 +37,7 @@ _LONGEST_FILES_FIRST = (
     "tests/model/test_pretrainer.py",  # 110
     "tests/training/test_fault_tolerance.py",  # 106
     "tests/serving/test_saved_model.py",  # 60
+    "tests/test_ram_end_to_end.py",  # 36 (47 beside a busy background job)
     "tests/data/test_data_pipeline.py",  # 28
     "tests/checkpoints/test_errors.py",  # 20
 )

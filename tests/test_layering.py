@@ -13,6 +13,7 @@ from testing_utils import ROOT
 # Lowest first. A module may import its own layer or lower ones, never a higher one.
 LAYERS = (
     ("ground", ("electra_tf", "electra_tf.atomic", "electra_tf.cli", "electra_tf.config",
+                "electra_tf.fileio",
                 "electra_tf.errors", "electra_tf.features", "electra_tf.filenames",
                 "electra_tf.presets")),
     ("formats", ("electra_tf.data", "electra_tf.model", "electra_tf.checkpoints")),

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Callable
 
 import tensorflow as tf
 
-from electra_tf import atomic, cli
+from electra_tf import atomic, cli, fileio
 from electra_tf.checkpoints import EXPORT_KINDS, IMPORT_KINDS, hf, names, native, tf1, tf1_writer
 from electra_tf.checkpoints.source import (
   Loaded,
@@ -33,7 +32,7 @@ from electra_tf.checkpoints.source import (
 )
 from electra_tf.config import PretrainConfig
 from electra_tf.errors import UserError
-from electra_tf.filenames import CKPT_NAME, CONFIG_NAME, VOCAB_NAME
+from electra_tf.filenames import CKPT_NAME, CONFIG_NAME, TF1_STATE_NAME, VOCAB_NAME
 from electra_tf.model import networks
 
 
@@ -42,16 +41,17 @@ def read_source(path: str, *, num_heads: int | None = None,
   """Read any supported checkpoint at `path` (see `load`)."""
   if generator_path:
     return merge(read_source(path, num_heads=num_heads), read_source(generator_path))
-  if not os.path.exists(path) and not os.path.isfile(path + ".index"):
+  fileio.check_path(path)
+  if not fileio.exists(path) and not fileio.isfile(path + ".index"):
     raise UserError(f"{path} does not exist")
   located = native.locate(path)
   if located:
     return native.read_native(path, *located)
   if hf.is_hf_folder(path):
     return hf.read_hf(path)
-  if os.path.isfile(path + ".index"):
+  if fileio.isfile(path + ".index"):
     return tf1.read_tf1(path, num_heads)
-  latest = tf.train.latest_checkpoint(path) if os.path.isdir(path) else None
+  latest = tf.train.latest_checkpoint(path) if fileio.isdir(path) else None
   if latest:
     return tf1.read_tf1(latest, num_heads)
   raise UserError(f"{path} is not a checkpoint: expected a Hugging Face folder (config.json + "
@@ -171,14 +171,15 @@ def _build(config: PretrainConfig, with_generator: bool):
   return None, discriminator
 
 
-def _write_dir(output_dir: str, overwrite: bool, write: Callable[[str], None]) -> str:
-  """Build `output_dir` under a temporary name and rename it: never half-written."""
-  output_dir = os.path.abspath(output_dir)
-  exists = os.path.exists(output_dir) and (
-      not os.path.isdir(output_dir) or bool(os.listdir(output_dir)))
+def _write_dir(output_dir: str, overwrite: bool, write: Callable[[str], None],
+               marker: str) -> str:
+  """Build `output_dir` with electra_tf.atomic (`marker` last): never half-written."""
+  output_dir = fileio.abspath(output_dir)
+  exists = fileio.exists(output_dir) and (
+      not fileio.isdir(output_dir) or bool(fileio.listdir(output_dir)))
   if exists and not overwrite:
     raise UserError(f"{output_dir} already exists; remove it or pass --overwrite")
-  atomic.write_dir(output_dir, write)
+  atomic.write_dir(output_dir, write, marker)
   return output_dir
 
 
@@ -202,13 +203,13 @@ def save(loaded: Loaded, output_dir: str, *, overwrite: bool = False) -> str:
   def write(tmp: str) -> None:
     tf.train.Checkpoint(model=tf.train.Checkpoint(**models)).write(
         os.path.join(tmp, CKPT_NAME))
-    with open(os.path.join(tmp, CONFIG_NAME), "w", encoding="utf-8") as f:
-      json.dump({"pretrain": loaded.config.to_dict(), "converted_from": loaded.report.source},
-                f, indent=2, sort_keys=True)
+    fileio.write_text(os.path.join(tmp, CONFIG_NAME), json.dumps(
+        {"pretrain": loaded.config.to_dict(), "converted_from": loaded.report.source},
+        indent=2, sort_keys=True))
     if loaded.vocab_path:
-      shutil.copyfile(loaded.vocab_path, os.path.join(tmp, VOCAB_NAME))
+      fileio.copy(loaded.vocab_path, os.path.join(tmp, VOCAB_NAME))
 
-  return _write_dir(output_dir, overwrite, write)
+  return _write_dir(output_dir, overwrite, write, CONFIG_NAME)
 
 
 def export_hf(loaded_or_path: Loaded | str, output_dir: str, *, overwrite: bool = False) -> str:
@@ -228,7 +229,7 @@ def export_hf(loaded_or_path: Loaded | str, output_dir: str, *, overwrite: bool 
       hf.write_hf_folder(os.path.join(tmp, network), tensors, model.config, network,
                          loaded.vocab_path)
 
-  return _write_dir(output_dir, overwrite, write)
+  return _write_dir(output_dir, overwrite, write, hf.CONFIG_NAME)
 
 
 def export_tf1(loaded_or_path: Loaded | str, output_dir: str, *, overwrite: bool = False) -> str:
@@ -240,7 +241,7 @@ def export_tf1(loaded_or_path: Loaded | str, output_dir: str, *, overwrite: bool
   loaded = loaded_or_path if isinstance(loaded_or_path, Loaded) else load(loaded_or_path)
   _networks(loaded)
   return _write_dir(output_dir, overwrite, lambda tmp: tf1_writer.write_tf1(
-      tmp, loaded.generator, loaded.discriminator, loaded.vocab_path))
+      tmp, loaded.generator, loaded.discriminator, loaded.vocab_path), TF1_STATE_NAME)
 
 
 def convert(direction_from: str | None, direction_to: str | None, input_path: str | None,

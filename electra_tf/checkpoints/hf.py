@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
 
 import numpy as np
 
+from electra_tf import fileio
 from electra_tf.checkpoints import names
 from electra_tf.checkpoints.source import Source, as_float32, find_vocab, pretrain_config
 from electra_tf.config import ConfigError, EncoderConfig
@@ -27,22 +29,20 @@ _SUPPORTED = {"hidden_act": ("gelu", "gelu_python"), "position_embedding_type": 
 
 def is_hf_folder(path: str) -> bool:
   """A folder with a config.json that names a model_type (any architecture)."""
-  config = os.path.join(path, CONFIG_NAME)
-  if not os.path.isfile(config):
+  config = fileio.join(path, CONFIG_NAME)
+  if not fileio.isfile(config):
     return False
   try:
-    with open(config, encoding="utf-8") as f:
-      return "model_type" in json.load(f)
+    return "model_type" in json.loads(fileio.read_text(config))
   except (OSError, ValueError):
     return False
 
 
 def read_config(path: str) -> dict:
   """config.json of an HF folder, checked to be ELECTRA or BERT with supported options."""
-  file = os.path.join(path, CONFIG_NAME)
+  file = fileio.join(path, CONFIG_NAME)
   try:
-    with open(file, encoding="utf-8") as f:
-      config = json.load(f)
+    config = json.loads(fileio.read_text(file))
   except (OSError, ValueError) as exc:
     raise UserError(f"cannot read {file}: {exc}") from exc
   model_type = config.get("model_type")
@@ -63,10 +63,10 @@ def _read_safetensors(file: str) -> dict[str, np.ndarray]:
   # ml_dtypes (a TensorFlow dependency) teaches numpy bfloat16, common in newer checkpoints.
   import ml_dtypes  # noqa: F401
   from safetensors import SafetensorError
-  from safetensors.numpy import load_file
+  from safetensors.numpy import load, load_file
 
   try:
-    return load_file(file)
+    return load(fileio.read_bytes(file)) if fileio.is_remote(file) else load_file(file)
   except (OSError, SafetensorError) as exc:
     raise UserError(f"cannot read {file}: {exc}") from exc
 
@@ -78,7 +78,8 @@ def _read_torch_bin(file: str) -> dict[str, np.ndarray]:
     raise UserError(f"{file} is a PyTorch pickle, which needs torch to read; install torch or "
                     f"save the model with safetensors ({SAFETENSORS})") from exc
   try:
-    state = torch.load(file, map_location="cpu", weights_only=True)
+    source = io.BytesIO(fileio.read_bytes(file)) if fileio.is_remote(file) else file
+    state = torch.load(source, map_location="cpu", weights_only=True)
   except Exception as exc:  # torch raises many types for a bad pickle
     raise UserError(f"cannot read {file}: {exc}") from exc
   return {k: v.float().numpy() if v.is_floating_point() else v.numpy()
@@ -87,19 +88,18 @@ def _read_torch_bin(file: str) -> dict[str, np.ndarray]:
 
 def read_weights(path: str) -> dict[str, np.ndarray]:
   """All tensors of an HF folder: safetensors (single or sharded), else pytorch_model.bin."""
-  single = os.path.join(path, SAFETENSORS)
-  if os.path.isfile(single):
+  single = fileio.join(path, SAFETENSORS)
+  if fileio.isfile(single):
     return _read_safetensors(single)
-  index = os.path.join(path, SAFETENSORS_INDEX)
-  if os.path.isfile(index):
-    with open(index, encoding="utf-8") as f:
-      shards = sorted(set(json.load(f)["weight_map"].values()))
+  index = fileio.join(path, SAFETENSORS_INDEX)
+  if fileio.isfile(index):
+    shards = sorted(set(json.loads(fileio.read_text(index))["weight_map"].values()))
     out = {}
     for shard in shards:
-      out.update(_read_safetensors(os.path.join(path, shard)))
+      out.update(_read_safetensors(fileio.join(path, shard)))
     return out
-  if os.path.isfile(os.path.join(path, TORCH_BIN)):
-    return _read_torch_bin(os.path.join(path, TORCH_BIN))
+  if fileio.isfile(fileio.join(path, TORCH_BIN)):
+    return _read_torch_bin(fileio.join(path, TORCH_BIN))
   raise UserError(f"{path} has a config.json but no weights ({SAFETENSORS} or {TORCH_BIN})")
 
 
@@ -181,9 +181,9 @@ def read_hf(path: str) -> Source:
                     f"weights are not an {model_type.upper()} encoder")
   _check_tied_head(path, config, weights, tensors)
   try:
-    encoder = encoder_config(config, os.path.join(path, CONFIG_NAME))
+    encoder = encoder_config(config, fileio.join(path, CONFIG_NAME))
   except (ConfigError, KeyError) as exc:
-    raise UserError(f"{os.path.join(path, CONFIG_NAME)}: {exc}") from exc
+    raise UserError(f"{fileio.join(path, CONFIG_NAME)}: {exc}") from exc
   if is_generator:
     model_config = pretrain_config(encoder, encoder, objective="mlm")
   else:
@@ -246,15 +246,14 @@ def write_hf_folder(directory: str, tensors: dict[str, np.ndarray], encoder: Enc
     # find the output layer.
     state["generator_lm_head.weight"] = state["electra.embeddings.word_embeddings.weight"]
   architecture = "ElectraForMaskedLM" if network == "generator" else "ElectraForPreTraining"
+  # `directory` is in the converter's local staging dir (electra_tf.atomic.write_dir).
   os.makedirs(directory)
   save_file(state, os.path.join(directory, SAFETENSORS), metadata={"format": "pt"})
-  with open(os.path.join(directory, CONFIG_NAME), "w", encoding="utf-8") as f:
-    json.dump(hf_config(encoder, architecture), f, indent=2, sort_keys=True)
+  fileio.write_text(os.path.join(directory, CONFIG_NAME),
+                    json.dumps(hf_config(encoder, architecture), indent=2, sort_keys=True))
   if vocab_path:
-    with open(vocab_path, encoding="utf-8") as f:
-      vocab = f.read()
-    with open(os.path.join(directory, VOCAB_NAME), "w", encoding="utf-8") as f:
-      f.write(vocab)
+    vocab = fileio.read_text(vocab_path)
+    fileio.write_text(os.path.join(directory, VOCAB_NAME), vocab)
     lower = not re.search(r"[A-Z]", re.sub(r"\[[A-Z]+\]", "", vocab))
-    with open(os.path.join(directory, "tokenizer_config.json"), "w", encoding="utf-8") as f:
-      json.dump({"tokenizer_class": "ElectraTokenizer", "do_lower_case": lower}, f, indent=2)
+    fileio.write_text(os.path.join(directory, "tokenizer_config.json"), json.dumps(
+        {"tokenizer_class": "ElectraTokenizer", "do_lower_case": lower}, indent=2))

@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 
 import tensorflow as tf
 
-from electra_tf import atomic
+from electra_tf import atomic, fileio
 from electra_tf.checkpoints import names
 from electra_tf.checkpoints.source import Source, find_vocab, pretrain_config
-from electra_tf.checkpoints.tf1 import OBJECT_GRAPH_KEY, READ_ERRORS, checkpoint_error
+from electra_tf.checkpoints.tf1 import (
+  OBJECT_GRAPH_KEY,
+  READ_ERRORS,
+  checkpoint_error,
+  open_checkpoint,
+)
 from electra_tf.config import ConfigError, EncoderConfig, PretrainConfig
 from electra_tf.errors import UserError, check_field_types
 from electra_tf.filenames import (
@@ -32,9 +36,8 @@ from electra_tf.model import networks
 
 def _read_json(file: str) -> dict:
   try:
-    with open(file, encoding="utf-8") as f:
-      return json.load(f)
-  except (OSError, ValueError) as exc:
+    return json.loads(fileio.read_text(file))
+  except (OSError, ValueError, tf.errors.OpError) as exc:
     raise UserError(f"cannot read {file}: {exc}") from exc
 
 
@@ -60,29 +63,29 @@ def is_native_config(values: dict) -> bool:
 
 def locate(path: str) -> tuple[str, str, str] | None:
   """(kind, checkpoint prefix, config.json) of one of our formats at `path`, else None."""
-  config_file = os.path.join(path, CONFIG_NAME)
-  if os.path.isdir(path) and os.path.isfile(config_file):
+  config_file = fileio.join(path, CONFIG_NAME)
+  if fileio.isdir(path) and fileio.isfile(config_file):
     values = _read_json(config_file)
     if not is_native_config(values):
       return None
     if "encoder" in values:
-      return "discriminator_export", os.path.join(path, CKPT_NAME), config_file
-    if os.path.isfile(os.path.join(path, CKPT_NAME + ".index")):
-      return "converted", os.path.join(path, CKPT_NAME), config_file
-    latest = tf.train.latest_checkpoint(os.path.join(path, CHECKPOINT_SUBDIR))
+      return "discriminator_export", fileio.join(path, CKPT_NAME), config_file
+    if fileio.isfile(fileio.join(path, CKPT_NAME + ".index")):
+      return "converted", fileio.join(path, CKPT_NAME), config_file
+    latest = tf.train.latest_checkpoint(fileio.join(path, CHECKPOINT_SUBDIR))
     if latest:
       return "model_dir", latest, config_file
-    export = os.path.join(path, DISCRIMINATOR_SUBDIR)
-    if os.path.isfile(os.path.join(export, CONFIG_NAME)):
+    export = fileio.join(path, DISCRIMINATOR_SUBDIR)
+    if fileio.isfile(fileio.join(export, CONFIG_NAME)):
       return locate(export)
     raise UserError(f"{path} is a pretraining model_dir with no checkpoint yet "
                     f"({CHECKPOINT_SUBDIR}/ is empty)")
-  if os.path.isfile(path + ".index") and _is_object_based(path):
+  if fileio.isfile(path + ".index") and _is_object_based(path):
     # A prefix such as model_dir/checkpoints/ckpt-1000: its config is beside it or one up.
-    here = os.path.dirname(os.path.abspath(path))
-    for directory in (here, os.path.dirname(here)):
-      file = os.path.join(directory, CONFIG_NAME)
-      if os.path.isfile(file) and is_native_config(_read_json(file)):
+    here = fileio.dirname(fileio.abspath(path))
+    for directory in (here, fileio.dirname(here)):
+      file = fileio.join(directory, CONFIG_NAME)
+      if fileio.isfile(file) and is_native_config(_read_json(file)):
         kind = "discriminator_export" if "encoder" in _read_json(file) else "model_dir"
         return kind, path, file
     raise UserError(f"{path} is a TF2 checkpoint without an electra_tf config.json beside it "
@@ -93,8 +96,8 @@ def locate(path: str) -> tuple[str, str, str] | None:
 def _is_object_based(prefix: str) -> bool:
   """TF2 object-based (ours) rather than name-based (the authors' TF1 Saver)."""
   try:
-    return OBJECT_GRAPH_KEY in dict(tf.train.list_variables(prefix))
-  except READ_ERRORS:
+    return OBJECT_GRAPH_KEY in open_checkpoint(prefix).get_variable_to_shape_map()
+  except (*READ_ERRORS, UserError):
     return False  # the TF1 reader reports what is wrong with it
 
 
@@ -115,7 +118,8 @@ def read_native(path: str, kind: str, prefix: str, config_file: str) -> Source:
   """Build the networks of the config beside `prefix` and restore them from it."""
   config, is_export = _config_from_json(config_file, _read_json(config_file))
   try:
-    keys = [k for k, _ in tf.train.list_variables(prefix) if k != OBJECT_GRAPH_KEY]
+    keys = sorted(k for k in open_checkpoint(prefix).get_variable_to_shape_map()
+                  if k != OBJECT_GRAPH_KEY)
   except READ_ERRORS as exc:
     raise checkpoint_error(prefix, exc) from exc
   if is_export and any(k.startswith("model/head/output_bias/") for k in keys):
@@ -141,8 +145,8 @@ def read_native(path: str, kind: str, prefix: str, config_file: str) -> Source:
            if v is not None}))
   _restore(root, prefix)
   tensors = names.extract(generator, discriminator)
-  directory = os.path.dirname(os.path.abspath(config_file))
-  vocab = find_vocab(directory, os.path.join(directory, DISCRIMINATOR_SUBDIR))
+  directory = fileio.dirname(fileio.abspath(config_file))
+  vocab = find_vocab(directory, fileio.join(directory, DISCRIMINATOR_SUBDIR))
   return Source(kind, path, config, has_generator=generator is not None,
                 has_discriminator=discriminator is not None, tensors=tensors,
                 extra=max(0, len(keys) - len(tensors)), vocab_path=vocab,
@@ -153,14 +157,15 @@ def save_discriminator(discriminator, vocab_path: str | None, out_dir: str) -> s
   """Write a discriminator export: `Checkpoint(model=discriminator)`, its encoder config and
   the vocab, for fine-tuning (an MLM run passes its generator, the only encoder it has).
 
-  The directory is built under a temporary name and renamed, replacing an older export.
+  The directory appears complete or not at all (electra_tf.atomic; config.json is its
+  marker), replacing an older export.
   """
   def write(tmp: str) -> None:
     tf.train.Checkpoint(model=discriminator).write(os.path.join(tmp, CKPT_NAME))
-    with open(os.path.join(tmp, CONFIG_NAME), "w", encoding="utf-8") as f:
-      json.dump({"encoder": discriminator.config.to_dict()}, f, indent=2, sort_keys=True)
+    fileio.write_text(os.path.join(tmp, CONFIG_NAME), json.dumps(
+        {"encoder": discriminator.config.to_dict()}, indent=2, sort_keys=True))
     if vocab_path:
-      shutil.copyfile(vocab_path, os.path.join(tmp, VOCAB_NAME))
+      fileio.copy(vocab_path, os.path.join(tmp, VOCAB_NAME))
 
-  atomic.write_dir(out_dir, write)
+  atomic.write_dir(out_dir, write, marker=CONFIG_NAME)
   return out_dir

@@ -4,13 +4,13 @@ ignored) and what loading it into networks gives (a Loaded, with its RestoreRepo
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from electra_tf import fileio
 from electra_tf.checkpoints.names import EMBEDDINGS, HEADS
 from electra_tf.config import (
   ConfigError,
@@ -107,8 +107,8 @@ class Loaded:
 def find_vocab(*directories: str) -> str | None:
   """The first vocab.txt in `directories`."""
   for directory in directories:
-    path = os.path.join(directory, VOCAB_NAME)
-    if os.path.isfile(path):
+    path = fileio.join(directory, VOCAB_NAME)
+    if fileio.isfile(path):
       return path
   return None
 

@@ -11,11 +11,11 @@ come from the same file when it has them, else they are the authors' constants (
 from __future__ import annotations
 
 import json
-import os
 import re
 
 import tensorflow as tf
 
+from electra_tf import fileio
 from electra_tf.checkpoints import names
 from electra_tf.checkpoints.source import Source, as_float32, find_vocab, pretrain_config
 from electra_tf.config import ConfigError, EncoderConfig, default_num_heads
@@ -45,6 +45,10 @@ def checkpoint_error(prefix: str, exc: BaseException) -> UserError:
 def open_checkpoint(prefix: str):
   """tf.train.CheckpointReader for `prefix`, or a UserError saying why it is not one."""
   try:
+    if fileio.isfile(prefix + ".index"):
+      # Read as the prefix it is: load_checkpoint asks isdir first, which ram:// answers
+      # True for any prefix of a file name.
+      return tf.compat.v1.train.NewCheckpointReader(prefix)
     return tf.train.load_checkpoint(prefix)
   except READ_ERRORS as exc:
     raise checkpoint_error(prefix, exc) from exc
@@ -61,12 +65,11 @@ def _neighbour_config(prefix: str, hidden: int, file_names: tuple[str, ...]) -> 
   """EncoderConfig values from the first of `file_names` beside the checkpoint that has
   num_attention_heads (the others of JSON_KEYS are optional), else {}."""
   for name in file_names:
-    file = os.path.join(os.path.dirname(os.path.abspath(prefix)), name)
-    if not os.path.isfile(file):
+    file = fileio.join(fileio.dirname(fileio.abspath(prefix)), name)
+    if not fileio.isfile(file):
       continue
     try:
-      with open(file, encoding="utf-8") as f:
-        config = json.load(f)
+      config = json.loads(fileio.read_text(file))
     except (OSError, ValueError) as exc:
       raise UserError(f"cannot read {file}: {exc}") from exc
     if not isinstance(config, dict) or "num_attention_heads" not in config:
@@ -191,7 +194,7 @@ def read_tf1(prefix: str, num_heads: int | None = None) -> Source:
   return Source("tf1", prefix, config, has_generator=has_generator,
                 has_discriminator=not mlm_only, tensors=tensors, names=source_names,
                 extra=len(shapes) - len(canonical),
-                vocab_path=find_vocab(os.path.dirname(os.path.abspath(prefix))),
+                vocab_path=find_vocab(fileio.dirname(fileio.abspath(prefix))),
                 rename=lambda name: _tf1_name(name, main, mlm_only))
 
 

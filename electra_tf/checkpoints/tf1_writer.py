@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 
 import numpy as np
 import tensorflow as tf
 
+from electra_tf import fileio
 from electra_tf.checkpoints import names
 from electra_tf.checkpoints.tf1 import JSON_KEYS
 from electra_tf.config import EncoderConfig, PretrainConfig
@@ -103,15 +103,15 @@ def write_tf1(directory: str, generator, discriminator, vocab_path: str | None) 
                       tensors=[tf.constant(np.ascontiguousarray(tensors[k])) for k in keys])
   except tf.errors.OpError as exc:
     raise UserError(f"cannot write {prefix}: {tf_error_line(exc)}") from exc
-  with open(os.path.join(directory, TF1_STATE_NAME), "w", encoding="utf-8") as f:
-    f.write(f'model_checkpoint_path: "{TF1_CKPT_NAME}"\n'
-            f'all_model_checkpoint_paths: "{TF1_CKPT_NAME}"\n')
+  fileio.write_text(os.path.join(directory, TF1_STATE_NAME),
+                    f'model_checkpoint_path: "{TF1_CKPT_NAME}"\n'
+                    f'all_model_checkpoint_paths: "{TF1_CKPT_NAME}"\n')
   main = discriminator if discriminator is not None else generator
   configs = {BERT_CONFIG_NAME: main.config}
   if discriminator is not None and generator is not None:
     configs[GENERATOR_CONFIG_NAME] = generator.config
   for name, encoder in configs.items():
-    with open(os.path.join(directory, name), "w", encoding="utf-8") as f:
-      json.dump(bert_config(encoder), f, indent=2, sort_keys=True)
+    fileio.write_text(os.path.join(directory, name),
+                      json.dumps(bert_config(encoder), indent=2, sort_keys=True))
   if vocab_path:
-    shutil.copyfile(vocab_path, os.path.join(directory, VOCAB_NAME))
+    fileio.copy(vocab_path, os.path.join(directory, VOCAB_NAME))

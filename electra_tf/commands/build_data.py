@@ -10,11 +10,9 @@ Without installing: python -m electra_tf.commands.build_data.
 
 from __future__ import annotations
 
-import os
-
 from absl import flags
 
-from electra_tf import cli  # stdlib only: --help stays fast
+from electra_tf import cli, fileio  # stdlib only: --help stays fast
 from electra_tf.data import io_utils
 from electra_tf.filenames import HELD_OUT_SUBDIR
 
@@ -68,7 +66,7 @@ def _build() -> None:
         f"{manifest.documents:,} documents to {len(manifest.shards)} shard(s), {mb:,.1f} MB, "
         f"in {FLAGS.output_dir} ({manifest.build_seconds:.1f} s)")
   if FLAGS.holdout_fraction:
-    held_out = pretraining_data.read_manifest(os.path.join(FLAGS.output_dir, HELD_OUT_SUBDIR))
+    held_out = pretraining_data.read_manifest(fileio.join(FLAGS.output_dir, HELD_OUT_SUBDIR))
     print(f"held out {held_out.examples:,} examples ({held_out.tokens:,} tokens) from "
           f"{held_out.documents:,} documents in {held_out.data_dir}")
 

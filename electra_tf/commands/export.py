@@ -13,11 +13,9 @@ Without installing: python -m electra_tf.commands.export.
 
 from __future__ import annotations
 
-import os
-
 from absl import flags, logging
 
-from electra_tf import cli  # stdlib only: --help stays fast
+from electra_tf import cli, fileio  # stdlib only: --help stays fast
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("checkpoint", None, "A finetune.py --output_dir (its best/ model) or a "
@@ -43,7 +41,8 @@ def main(argv):
     fmt = formats.get(FLAGS.format)
     if not FLAGS.checkpoint or not FLAGS.export_dir:
       raise UserError("--checkpoint and --export_dir are required")
-    if not os.path.exists(FLAGS.checkpoint):
+    fileio.check_path(FLAGS.checkpoint, "--checkpoint")
+    if not fileio.exists(FLAGS.checkpoint):
       raise UserError(f"--checkpoint {FLAGS.checkpoint} does not exist")
     cli.check_output_dir(FLAGS.export_dir, "--export_dir")
     if fmt.name == "saved_model":

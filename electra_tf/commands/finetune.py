@@ -14,11 +14,9 @@ SQuAD files default to the official v1.1 train/dev shipped in requirements-data.
 
 from __future__ import annotations
 
-import os
-
 from absl import flags, logging
 
-from electra_tf import cli, presets  # stdlib only: --help stays fast
+from electra_tf import cli, fileio, presets  # stdlib only: --help stays fast
 from electra_tf import config as config_lib
 from electra_tf.errors import UserError
 from electra_tf.filenames import BEST_SUBDIR
@@ -107,6 +105,8 @@ def check_early():
   for name in ("output_dir", "export_dir", "cache_dir"):
     if FLAGS[name].value:
       cli.check_output_dir(FLAGS[name].value, f"--{name}")
+  cli.check_input_paths({f"--{name}": FLAGS[name].value for name in (
+      "init_checkpoint", "vocab_file", "train_file", "dev_file", "predict_file")})
 
 
 def main(argv):
@@ -125,7 +125,7 @@ def main(argv):
     if FLAGS.export_dir:
       from electra_tf.serving import saved_model
 
-      path = saved_model.export_finetuned(os.path.join(FLAGS.output_dir, BEST_SUBDIR),
+      path = saved_model.export_finetuned(fileio.join(FLAGS.output_dir, BEST_SUBDIR),
                                           FLAGS.export_dir)
       print(f"exported the SavedModel to {path}", flush=True)
 

@@ -17,7 +17,7 @@ import sys
 
 from absl import flags, logging
 
-from electra_tf import cli, presets  # stdlib only: --help stays fast
+from electra_tf import cli, fileio, presets  # stdlib only: --help stays fast
 from electra_tf import config as config_lib
 from electra_tf.commands.pretrain_data import resolve_data, resolve_held_out
 from electra_tf.config import ConfigError, EncoderConfig, PretrainConfig
@@ -182,6 +182,8 @@ def main(argv):
     config = resolve_config()
     model_dir = FLAGS.model_dir or os.path.join("runs", presets.run_name(FLAGS.model_size))
     cli.check_output_dir(model_dir, "--model_dir")
+    cli.check_input_paths({f"--{name}": FLAGS[name].value for name in (
+        "text_files", "train_data", "eval_data", "vocab_file", "init_checkpoint")})
     from electra_tf.training import phases, pretraining
     from electra_tf.training import strategy as strategy_lib
 
@@ -224,7 +226,7 @@ def main(argv):
 
 def print_summary(model_dir: str, result) -> None:
   """What the run produced, its held-out figures, and what to run next."""
-  export = os.path.join(model_dir, DISCRIMINATOR_SUBDIR)
+  export = fileio.join(model_dir, DISCRIMINATOR_SUBDIR)
   lines = ["", f"done: {model_dir} (checkpoints/, TensorBoard in train/ and eval/: "
            f"tensorboard --logdir {model_dir})"]
   if result.eval_history:

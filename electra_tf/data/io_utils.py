@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import glob
 import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 
+from electra_tf import fileio
 from electra_tf.atomic import atomic_write_text, replace_dir, staging_dir  # noqa: F401
 from electra_tf.errors import UserError
 
@@ -31,11 +31,13 @@ def expand_patterns(patterns: str | Sequence[str], what: str = "--input_files") 
     raise UserError(f"{what} is empty; give a file or a glob such as 'corpus/*.txt'")
   files = []
   for pattern in patterns:
-    pattern = os.path.expanduser(pattern.strip())
-    if os.path.isdir(pattern):
+    pattern = pattern.strip()
+    fileio.check_path(pattern, what)
+    pattern = pattern if fileio.is_remote(pattern) else os.path.expanduser(pattern)
+    if fileio.isdir(pattern):
       raise UserError(f"{pattern} is a directory ({what}); pass a glob such as "
-                      f"'{os.path.join(pattern, '*.txt')}'")
-    matches = sorted(p for p in glob.glob(pattern) if os.path.isfile(p))
+                      f"'{fileio.join(pattern, '*.txt')}'")
+    matches = [p for p in fileio.glob(pattern) if fileio.isfile(p)]
     if not matches:
       raise UserError(f"no files match {pattern!r} ({what}); check the path or quote the glob")
     files.extend(matches)
@@ -85,8 +87,8 @@ def iter_raw_lines(path: str, start: int = 0, end: int | None = None,
   Over-long lines come out as several consecutive pieces of at most `max_line_bytes`, so
   memory stays bounded by the block size whatever the file holds.
   """
-  end = os.path.getsize(path) if end is None else end
-  with open(path, "rb") as f:
+  end = fileio.getsize(path) if end is None else end
+  with fileio.open(path, "rb") as f:
     f.seek(start)
     pos, partial, partial_at = start, b"", start
     while pos < end:
@@ -112,10 +114,10 @@ def document_cut(path: str, offset: int, search_bytes: int = 4 << 20) -> int:
   Falls back to the next line start when no blank line follows within `search_bytes`
   (one giant document), and to the end of the file when there is no newline at all.
   """
-  size = os.path.getsize(path)
+  size = fileio.getsize(path)
   if offset <= 0:
     return 0
-  with open(path, "rb") as f:
+  with fileio.open(path, "rb") as f:
     f.seek(offset - 1)  # include the previous byte: a boundary may start right there
     data = f.read(min(search_bytes, size - offset + 1))
   match = _BLANK_LINE.search(data)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from collections.abc import Sequence
 from typing import Any
 
+from electra_tf import fileio
 from electra_tf.data import io_utils
 from electra_tf.data.vocab import Vocab
 from electra_tf.errors import UserError, check_field_types
@@ -55,7 +55,7 @@ class Manifest:
 
   @property
   def shard_paths(self) -> list[str]:
-    return [os.path.join(self.data_dir, s.file) for s in self.shards]
+    return [fileio.join(self.data_dir, s.file) for s in self.shards]
 
   @property
   def record_bytes(self) -> int:
@@ -67,26 +67,23 @@ class Manifest:
     return json.dumps({"format": FORMAT, **values}, indent=2) + "\n"
 
   def write(self) -> None:
-    io_utils.atomic_write_text(os.path.join(self.data_dir, MANIFEST_NAME),
+    io_utils.atomic_write_text(fileio.join(self.data_dir, MANIFEST_NAME),
                                self.to_json())
 
 
 def input_infos(files: Sequence[str]) -> tuple[InputInfo, ...]:
   """Identity of the input files as a cache key: absolute path, size, mtime."""
-  infos = []
-  for path in files:
-    stat = os.stat(path)
-    infos.append(InputInfo(os.path.abspath(path), stat.st_size, stat.st_mtime))
-  return tuple(infos)
+  return tuple(InputInfo(fileio.abspath(path), fileio.getsize(path), fileio.getmtime(path))
+               for path in files)
 
 
 def manifest_path(data_dir_or_pattern: str) -> str:
   """Where the manifest of a data dir, a shard glob or a shard file lives."""
-  if os.path.isdir(data_dir_or_pattern):
-    return os.path.join(data_dir_or_pattern, MANIFEST_NAME)
-  if os.path.basename(data_dir_or_pattern) == MANIFEST_NAME:
+  if fileio.isdir(data_dir_or_pattern):
+    return fileio.join(data_dir_or_pattern, MANIFEST_NAME)
+  if fileio.basename(data_dir_or_pattern) == MANIFEST_NAME:
     return data_dir_or_pattern
-  return os.path.join(os.path.dirname(data_dir_or_pattern) or ".", MANIFEST_NAME)
+  return fileio.join(fileio.dirname(data_dir_or_pattern) or ".", MANIFEST_NAME)
 
 
 def _from_dict(values: Any, data_dir: str, path: str) -> Manifest:
@@ -119,18 +116,17 @@ def read_manifest(data_dir_or_pattern: str, required: bool = True) -> Manifest |
     UserError: no manifest (when required), or it is not valid JSON of our format.
   """
   path = manifest_path(data_dir_or_pattern)
-  if not os.path.isfile(path):
+  if not fileio.isfile(path):
     if not required:
       return None
-    raise UserError(f"no {MANIFEST_NAME} in {os.path.dirname(path) or '.'}; "
+    raise UserError(f"no {MANIFEST_NAME} in {fileio.dirname(path) or '.'}; "
                     f"build the data with {_REBUILD} (an unfinished build leaves none)")
   try:
-    with open(path, encoding="utf-8") as f:
-      values = json.load(f)
+    values = json.loads(fileio.read_text(path))
   except (UnicodeDecodeError, json.JSONDecodeError) as e:
     raise UserError(f"{path} is not valid JSON ({e}); rebuild the data with {_REBUILD}") \
         from None
-  return _from_dict(values, os.path.dirname(os.path.abspath(path)), path)
+  return _from_dict(values, fileio.dirname(fileio.abspath(path)), path)
 
 
 def check_manifest(manifest: Manifest, vocab: Vocab, max_seq_length: int,
@@ -158,17 +154,17 @@ def check_manifest(manifest: Manifest, vocab: Vocab, max_seq_length: int,
   if not manifest.shards:
     raise UserError(f"data in {where} has no shards; rebuild it with {_REBUILD}")
   for shard in manifest.shards:
-    path = os.path.join(where, shard.file)
-    if not os.path.isfile(path):
+    path = fileio.join(where, shard.file)
+    if not fileio.isfile(path):
       raise UserError(f"shard {path} listed in the manifest is missing; rebuild the data "
                       f"with {_REBUILD}")
-    size = os.path.getsize(path)
+    size = fileio.getsize(path)
     if size != shard.bytes:
       raise UserError(f"shard {path} has {size} bytes but the manifest says {shard.bytes}: "
                       f"truncated or corrupt; rebuild the data with {_REBUILD}")
 
 
 def is_data_dir(path: str) -> bool:
-  """True if `path` holds our manifest (a finished build)."""
-  return os.path.isfile(os.path.join(path, MANIFEST_NAME))
+  """True if `path` holds our manifest (a finished build: it is written last)."""
+  return fileio.isfile(fileio.join(path, MANIFEST_NAME))
 

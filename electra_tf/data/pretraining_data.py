@@ -3,7 +3,9 @@
 Input: UTF-8 text, one sentence (or line) per line, a blank line between documents.
 The corpus is cut into units at document boundaries (about one per 64 MB of text and at
 least one per worker); each worker process tokenizes and packs a unit into its own shard.
-Everything is written into a staging dir beside the output dir, renamed when complete.
+Everything is written into a staging dir beside the output dir and renamed when complete;
+for a remote output dir (gs://) the staging dir is local and its shards are copied, the
+manifest last (electra_tf.atomic), so workers never write to the remote file system.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ import itertools
 import math
 import multiprocessing
 import os
+import re
 import sys
 import time
 
+from electra_tf import fileio
 from electra_tf.data import io_utils, shard_writer
 from electra_tf.data.manifest import (
   Manifest,
@@ -40,7 +44,7 @@ MIN_BYTES_PER_AUTO_WORKER = 8 << 20
 
 def plan_units(files: list[str], num_units: int) -> list[tuple[tuple[str, int, int], ...]]:
   """Cuts the concatenated files into about `num_units` byte ranges at document ends."""
-  sizes = [os.path.getsize(f) for f in files]
+  sizes = [fileio.getsize(f) for f in files]
   total = sum(sizes)
   starts = [0, *itertools.accumulate(sizes)][:-1]
   bounds = {(0, 0), (len(files), 0)}
@@ -125,24 +129,34 @@ def _run_units(units: list[shard_writer.Unit], num_workers: int,
 
 
 def _check_inputs(files: list[str], pattern: str) -> None:
-  if not sum(os.path.getsize(f) for f in files):
+  if not sum(fileio.getsize(f) for f in files):
     raise UserError(f"no text in {pattern}: the files are empty; give UTF-8 text, one "
                     "sentence per line, a blank line between documents")
   for path in files:  # catch the usual binary mistakes (.gz, .tfrecord) before any work
-    with open(path, "rb") as f:
+    with fileio.open(path, "rb") as f:
       head = f.read(8192)
     if b"\0" in head:
       io_utils.decode_line(head, path, 0)  # raises, naming the NUL's offset
 
 
+_SHARD_NAME = re.compile(r"shard-\d{5}\.tfrecord")
+
+
 def _check_output_dir(output_dir: str, overwrite: bool) -> None:
-  if os.path.isfile(output_dir):
+  fileio.check_path(output_dir, "--output_dir")
+  if fileio.isfile(output_dir):
     raise UserError(f"--output_dir {output_dir} is a file; give a directory path")
+  names = fileio.listdir(output_dir) if fileio.isdir(output_dir) else []
   if is_data_dir(output_dir):
     if not overwrite:
       raise UserError(f"{output_dir} already holds pretraining data; pass --overwrite to "
                       "replace it or choose another --output_dir")
-  elif os.path.isdir(output_dir) and os.listdir(output_dir):
+  elif names and all(_SHARD_NAME.fullmatch(n) or n == HELD_OUT_SUBDIR for n in names):
+    # Shards without their manifest: a copy to a remote file system that never finished.
+    if not overwrite:
+      raise UserError(f"{output_dir} holds an unfinished build (shards, no {MANIFEST_NAME}); "
+                      "pass --overwrite to replace it or choose another --output_dir")
+  elif names:
     # Never delete what we did not write: our builds only ever rename a finished dir here.
     raise UserError(f"{output_dir} exists and is not a pretraining data dir (no "
                     f"{MANIFEST_NAME}); remove it or choose another --output_dir")
@@ -200,12 +214,14 @@ def build_pretraining_data(input_files: str | list[str], vocab: Vocab | str, out
   total = sum(i.bytes for i in inputs)
   if not num_workers:
     num_workers = max(1, min(os.cpu_count() or 1, total // MIN_BYTES_PER_AUTO_WORKER))
+  if any(fileio.scheme(path) == "ram" for path in [*files, vocab.path]):
+    num_workers = 1  # ram:// lives in this process's memory: a worker would not see it
   plan = plan_units(files, max(num_workers, min_shards, math.ceil(total / TEXT_BYTES_PER_SHARD)))
   started = time.monotonic()
   with io_utils.staging_dir(output_dir) as staging:
-    held_out_dir = os.path.join(staging, HELD_OUT_SUBDIR)
+    held_out_dir = os.path.join(staging, HELD_OUT_SUBDIR)  # staging is local (atomic.py)
     if holdout_fraction:
-      os.makedirs(held_out_dir)
+      fileio.makedirs(held_out_dir)
     units = [shard_writer.Unit(i, segments, os.path.join(staging, f"shard-{i:05d}.tfrecord"),
                                vocab.path, vocab.md5, lower_case, max_seq_length, seed,
                                holdout_fraction,
@@ -225,10 +241,10 @@ def build_pretraining_data(input_files: str | list[str], vocab: Vocab | str, out
       shards = []
       for path, count in zip(paths, counts, strict=True):
         if not count["examples"]:
-          os.remove(path)  # a unit of blank lines: an empty shard helps no one
+          fileio.remove(path)  # a unit of blank lines: an empty shard helps no one
           continue
         shards.append(ShardInfo(os.path.basename(path), count["examples"],
-                                os.path.getsize(path)))
+                                fileio.getsize(path)))
       manifest = Manifest(
           data_dir=data_dir, documents=sum(c["documents"] for c in counts),
           examples=sum(c["examples"] for c in counts),
@@ -248,8 +264,8 @@ def build_pretraining_data(input_files: str | list[str], vocab: Vocab | str, out
                         f"{progress.documents:,} documents; raise it or leave it 0")
     manifest = manifest_of(staging, [u.output_path for u in units], results)
     _check_output_dir(output_dir, overwrite)  # it may have appeared while we worked
-    io_utils.replace_dir(staging, output_dir)
-  return dataclasses.replace(manifest, data_dir=os.path.abspath(output_dir))
+    io_utils.replace_dir(staging, output_dir, MANIFEST_NAME)
+  return dataclasses.replace(manifest, data_dir=fileio.abspath(output_dir))
 
 
 def build_if_needed(text_files_pattern: str | list[str], vocab: Vocab | str, output_dir: str,

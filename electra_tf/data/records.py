@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
-from electra_tf import features
+from electra_tf import features, fileio
 from electra_tf.data.manifest import _REBUILD, check_manifest, read_manifest
 from electra_tf.data.vocab import Vocab
 from electra_tf.errors import UserError, tf_error_line
@@ -22,7 +22,7 @@ def resolve_files(file_pattern_or_list: str | Sequence[str], vocab: Vocab,
 
   Accepts a data dir (its manifest lists the shards), a comma-separated glob, or a list.
   """
-  if isinstance(file_pattern_or_list, str) and tf.io.gfile.isdir(file_pattern_or_list):
+  if isinstance(file_pattern_or_list, str) and fileio.isdir(file_pattern_or_list):
     manifest = read_manifest(file_pattern_or_list, required=False)
     if manifest is None:
       raise UserError(f"no {MANIFEST_NAME} in {file_pattern_or_list}; pass a glob of "
@@ -34,11 +34,11 @@ def resolve_files(file_pattern_or_list: str | Sequence[str], vocab: Vocab,
               else list(file_pattern_or_list))
   files = []
   for pattern in (p.strip() for p in patterns if p.strip()):
-    matches = sorted(tf.io.gfile.glob(pattern))
+    matches = fileio.glob(pattern)
     if not matches:
       raise UserError(f"no files match {pattern!r}; check the path of the pretraining data "
                       f"or build it with {_REBUILD}")
-    manifest = read_manifest(pattern, required=False) if "://" not in pattern else None
+    manifest = read_manifest(pattern, required=False)
     if manifest is not None:
       check_manifest(manifest, vocab, max_seq_length)
     files.extend(matches)
@@ -82,9 +82,9 @@ def record_counts(files: Sequence[str]) -> list[int]:
   counts = []
   manifests: dict[str, dict[str, int] | None] = {}
   for path in files:
-    directory = os.path.dirname(path)
+    directory = fileio.dirname(path)
     if directory not in manifests:
-      manifest = None if "://" in path else read_manifest(directory, required=False)
+      manifest = read_manifest(directory, required=False)
       manifests[directory] = ({s.file: s.records for s in manifest.shards}
                               if manifest is not None else None)
     known = manifests[directory]

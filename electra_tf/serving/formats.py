@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import os
 
+from electra_tf import fileio
 from electra_tf.errors import UserError
 
 
@@ -53,5 +53,5 @@ def get(name: str) -> Format:
 
 def check_new_dir(path: str, overwrite: bool) -> None:
   """Refuses an existing, non-empty output directory unless `overwrite`."""
-  if os.path.isdir(path) and os.listdir(path) and not overwrite:
+  if fileio.isdir(path) and fileio.listdir(path) and not overwrite:
     raise UserError(f"--export_dir {path} already exists; remove it or pass --overwrite")

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 
 import numpy as np
 
-from electra_tf import atomic
+from electra_tf import atomic, fileio
 from electra_tf.checkpoints import names
 from electra_tf.serving.sources import EncoderSource
 
@@ -118,9 +117,8 @@ def export(source: EncoderSource, export_dir: str) -> str:
                 "parameter_count": int(count), "tasks": [], "exported_by": "electra_tf"}
     for name, value in ((CONFIG_FILE, backbone), (TOKENIZER_FILE, tokenizer),
                         (METADATA_FILE, metadata)):
-      with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=4)
-    os.makedirs(os.path.dirname(os.path.join(tmp, VOCAB_FILE)))
-    shutil.copyfile(source.vocab_path, os.path.join(tmp, VOCAB_FILE))
+      fileio.write_text(os.path.join(tmp, name), json.dumps(value, indent=4))
+    fileio.makedirs(os.path.dirname(os.path.join(tmp, VOCAB_FILE)))
+    fileio.copy(source.vocab_path, os.path.join(tmp, VOCAB_FILE))
 
-  return atomic.write_dir(export_dir, write)
+  return atomic.write_dir(export_dir, write, CONFIG_FILE)

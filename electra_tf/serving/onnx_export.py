@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from electra_tf import atomic
+from electra_tf import atomic, fileio
 from electra_tf.errors import RuntimeFailure
 from electra_tf.serving import portable
 from electra_tf.serving.sources import EncoderSource, TaskSource
@@ -59,8 +59,8 @@ def export(source: EncoderSource | TaskSource, export_dir: str) -> str:
     for key, value in (("lower_case", meta["lower_case"]), ("outputs", meta["outputs"])):
       entry = model_proto.metadata_props.add()
       entry.key, entry.value = key, str(value)
-    with open(os.path.join(tmp, MODEL_NAME), "wb") as f:
+    with fileio.open(os.path.join(tmp, MODEL_NAME), "wb") as f:
       f.write(model_proto.SerializeToString())
     portable.write_beside(source, tmp, meta)
 
-  return atomic.write_dir(export_dir, write)
+  return atomic.write_dir(export_dir, write, portable.METADATA_NAME)

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 
 import tensorflow as tf
 
 from electra_tf import features as F
+from electra_tf import fileio
 from electra_tf.filenames import VOCAB_NAME
 from electra_tf.model.fused import portable_gelu
 from electra_tf.serving.sources import EncoderSource, TaskSource
@@ -74,6 +74,5 @@ def metadata(source: EncoderSource | TaskSource, fmt: str, **extra) -> dict:
 
 def write_beside(source: EncoderSource | TaskSource, directory: str, meta: dict) -> None:
   """vocab.txt and export.json next to the model file."""
-  shutil.copyfile(source.vocab_path, os.path.join(directory, VOCAB_NAME))
-  with open(os.path.join(directory, METADATA_NAME), "w", encoding="utf-8") as f:
-    json.dump(meta, f, indent=2)
+  fileio.copy(source.vocab_path, os.path.join(directory, VOCAB_NAME))
+  fileio.write_text(os.path.join(directory, METADATA_NAME), json.dumps(meta, indent=2))

@@ -6,10 +6,12 @@ import json
 import os
 import re
 import shutil
+import tempfile
 import uuid
 
 import tensorflow as tf
 
+from electra_tf import atomic, fileio
 from electra_tf.checkpoints import converter
 from electra_tf.data.vocab import builtin_vocab_path
 from electra_tf.errors import UserError
@@ -23,28 +25,40 @@ from electra_tf.serving.signatures import (
 from electra_tf.serving.warmup import WARMUP_NAME, warmup_inputs, write_warmup
 from electra_tf.training.finetuned import load_finetuned
 
+SAVED_MODEL_PB = "saved_model.pb"  # what TF Serving loads a version from
+
 
 def next_version(export_dir: str) -> int:
   """One more than the highest integer version directory in `export_dir` (1 if none)."""
-  versions = [int(d) for d in os.listdir(export_dir) if re.fullmatch(r"\d+", d)] \
-      if os.path.isdir(export_dir) else []
+  versions = [int(d) for d in fileio.listdir(export_dir) if re.fullmatch(r"\d+", d)] \
+      if fileio.isdir(export_dir) else []
   return max(versions, default=0) + 1
 
 
 def save(module, export_dir: str) -> str:
-  """Writes `module` as `export_dir/<next version>/`, complete or not at all."""
-  os.makedirs(export_dir, exist_ok=True)
-  tmp = os.path.join(export_dir, f".tmp-{uuid.uuid4().hex[:8]}")
+  """Writes `module` as `export_dir/<next version>/`, complete or not at all.
+
+  Locally the version is written under a hidden name and renamed. On a remote file system
+  (gs://) it is written locally and copied with saved_model.pb last: TF Serving loads a
+  version only once its saved_model.pb is there.
+  """
+  fileio.makedirs(export_dir)
+  remote = fileio.is_remote(export_dir)
+  tmp = (tempfile.mkdtemp(prefix="saved_model-") if remote
+         else os.path.join(export_dir, f".tmp-{uuid.uuid4().hex[:8]}"))
   try:
     tf.saved_model.save(module, tmp, signatures=signatures(module))
-    os.makedirs(os.path.join(tmp, "assets.extra"))
+    os.makedirs(os.path.join(tmp, "assets.extra"))  # tmp is local (above)
     write_warmup(os.path.join(tmp, "assets.extra", WARMUP_NAME), warmup_inputs(module))
     version = next_version(export_dir)
-    final = os.path.join(export_dir, str(version))
-    os.rename(tmp, final)  # fails rather than replace a version made meanwhile
+    final = fileio.join(export_dir, str(version))
+    if remote:
+      atomic.replace_dir(tmp, final, SAVED_MODEL_PB)
+    else:
+      os.rename(tmp, final)  # fails rather than replace a version made meanwhile
     return final
   finally:
-    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(tmp, ignore_errors=True)  # local (above)
 
 
 def serving_module(checkpoint: str, task: str):
@@ -56,13 +70,13 @@ def serving_module(checkpoint: str, task: str):
       raise UserError(f"{checkpoint} holds no discriminator to export for pretraining")
     vocab = loaded.vocab_path or builtin_vocab_path()
     return PretrainingServing(loaded.discriminator, vocab, True, 128)
-  model_dir = os.path.join(checkpoint, BEST_SUBDIR)  # an output_dir holds its best model there
-  if not os.path.isdir(model_dir):
+  model_dir = fileio.join(checkpoint, BEST_SUBDIR)  # an output_dir holds its best model there
+  if not fileio.isdir(model_dir):
     model_dir = checkpoint
   model, record = load_finetuned(model_dir)
   if task and task != record["task"]:
     raise UserError(f"{checkpoint} was fine-tuned for {record['task']}, not {task}")
-  path = os.path.join(model_dir, VOCAB_NAME)
+  path = fileio.join(model_dir, VOCAB_NAME)
   config = record["finetune"]
   lower_case = record.get("lower_case", True)
   if record["task"].startswith("squad"):

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Any
 
+from electra_tf import fileio
 from electra_tf.errors import UserError
 from electra_tf.filenames import BEST_SUBDIR, FINETUNE_RECORD, VOCAB_NAME
 
@@ -48,8 +48,8 @@ class TaskSource:
 
 def finetuned_dir(checkpoint: str) -> str | None:
   """The fine-tuned model directory of a finetune.py --output_dir or best/ dir, else None."""
-  for path in (os.path.join(checkpoint, BEST_SUBDIR), checkpoint):
-    if os.path.isfile(os.path.join(path, FINETUNE_RECORD)):
+  for path in (fileio.join(checkpoint, BEST_SUBDIR), checkpoint):
+    if fileio.isfile(fileio.join(path, FINETUNE_RECORD)):
       return path
   return None
 
@@ -67,7 +67,7 @@ def load_task(checkpoint: str, fmt: str, task: str | None = None) -> TaskSource:
   model, record = load_finetuned(model_dir)
   if task and task != record["task"]:
     raise UserError(f"{checkpoint} was fine-tuned for {record['task']}, not {task}")
-  return TaskSource(model, record, os.path.join(model_dir, VOCAB_NAME))
+  return TaskSource(model, record, fileio.join(model_dir, VOCAB_NAME))
 
 
 def load_encoder(checkpoint: str) -> EncoderSource:

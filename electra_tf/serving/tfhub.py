@@ -101,4 +101,4 @@ def export(source: EncoderSource, export_dir: str, seq_length: int = DEFAULT_SEQ
                        os.path.join(tmp, PREPROCESSOR_SUBDIR), seq_length)
     write_encoder(source, os.path.join(tmp, ENCODER_SUBDIR))
 
-  return atomic.write_dir(export_dir, write)
+  return atomic.write_dir(export_dir, write, "saved_model.pb")

@@ -14,7 +14,7 @@ import os
 
 import tensorflow as tf
 
-from electra_tf import atomic
+from electra_tf import atomic, fileio
 from electra_tf.errors import RuntimeFailure, tf_error_line
 from electra_tf.serving import portable
 from electra_tf.serving.sources import TaskSource
@@ -42,10 +42,10 @@ def export(source: TaskSource, export_dir: str) -> str:
 
   def write(tmp: str) -> None:
     for name, quantize in ((FLOAT_NAME, False), (INT8_NAME, True)):
-      with open(os.path.join(tmp, name), "wb") as f:
+      with fileio.open(os.path.join(tmp, name), "wb") as f:
         f.write(convert(source, quantize))
     portable.write_beside(source, tmp, portable.metadata(
         source, "tflite", models={"float32": FLOAT_NAME, "int8": INT8_NAME},
         signature="serving_default"))
 
-  return atomic.write_dir(export_dir, write)
+  return atomic.write_dir(export_dir, write, portable.METADATA_NAME)

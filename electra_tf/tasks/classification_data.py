@@ -191,7 +191,7 @@ def movie_reviews(seed: int = 0, dev_fraction: float = 0.1
   Sentences scored 0 are dropped. The split is a seeded shuffle, the same on every machine.
   """
   examples = []
-  with open(movie_reviews_path(), encoding="utf-8") as f:
+  with open(movie_reviews_path(), encoding="utf-8") as f:  # an installed package: local
     next(f)  # header: id, sentiment, text
     for line in f:
       parts = line.rstrip("\r\n").split("\t")

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
-from electra_tf import presets
+from electra_tf import fileio, presets
 from electra_tf.config import EncoderConfig, FinetuneConfig
 from electra_tf.errors import UserError
 from electra_tf.filenames import BEST_SUBDIR
@@ -61,7 +60,7 @@ def build_squad_task(flags_, config: FinetuneConfig, tokenizer, stream):
     raise UserError(f"{train_file} holds no usable training questions ({report.num_questions} "
                     f"questions, {report.num_skipped} skipped); check --train_file")
   evals, _ = squad_data.read_squad(predict_file, is_training=False, version_2=config.version_2)
-  cache_dir = flags_.cache_dir or os.path.join(flags_.output_dir, "cache")
+  cache_dir = flags_.cache_dir or fileio.join(flags_.output_dir, "cache")
   return SquadTask(config, tokenizer, _first(train, flags_.max_train_examples),
                    _first(evals, flags_.max_eval_examples), predict_file, cache_dir)
 
@@ -123,5 +122,5 @@ def run_from_flags(flags_, resolve_config, stream=None):
   if result.best:
     shown = ", ".join(f"{k} {v:.4f}" for k, v in result.best.items() if isinstance(v, float))
     print(f"best epoch {result.best['epoch']}: {shown}; model in "
-          f"{os.path.join(flags_.output_dir, BEST_SUBDIR)}", file=stream, flush=True)
+          f"{fileio.join(flags_.output_dir, BEST_SUBDIR)}", file=stream, flush=True)
   return result

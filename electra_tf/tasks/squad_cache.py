@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Sequence
 
 import tensorflow as tf
 
-from electra_tf import atomic
+from electra_tf import atomic, fileio
 from electra_tf import features as F
 from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.model.finetune_models import END_POSITIONS, IS_IMPOSSIBLE, START_POSITIONS
@@ -40,7 +39,7 @@ def write_features_tfrecord(features: Sequence[SquadFeature], path: str, *,
         record[IS_IMPOSSIBLE] = _int_feature([int(f.is_impossible)])
       writer.write(tf.train.Example(features=tf.train.Features(feature=record))
                    .SerializeToString())
-  os.replace(tmp, path)
+  fileio.rename(tmp, path, overwrite=True)
 
 
 def load_features_dataset(path: str, *, max_seq_length: int, is_training: bool
@@ -84,17 +83,16 @@ def cached_features(examples: Sequence[SquadExample], tokenizer: WordPieceTokeni
                max_query_length=max_query_length, is_training=is_training)
   key = cache_key(examples, tokenizer, **sizes)
   name = f"{'train' if is_training else 'eval'}-{key}"
-  record_path = os.path.join(cache_dir, f"{name}.tfrecord")
-  meta_path = os.path.join(cache_dir, f"{name}.json")
-  if os.path.exists(record_path) and os.path.exists(meta_path):
-    with open(meta_path, encoding="utf-8") as f:
-      rows = json.load(f)
+  record_path = fileio.join(cache_dir, f"{name}.tfrecord")
+  meta_path = fileio.join(cache_dir, f"{name}.json")
+  if fileio.exists(record_path) and fileio.exists(meta_path):
+    rows = json.loads(fileio.read_text(meta_path))
     return [SquadFeature(input_ids=None, input_mask=None, segment_ids=None, **r)
             for r in rows], record_path
   features = convert_examples(examples, tokenizer, max_seq_length=max_seq_length,
                               doc_stride=doc_stride, max_query_length=max_query_length,
                               is_training=is_training)
-  os.makedirs(cache_dir, exist_ok=True)
+  fileio.makedirs(cache_dir)
   write_features_tfrecord(features, record_path, is_training=is_training)
   # The JSON is written last: its presence marks a complete cache entry.
   atomic.atomic_write_text(meta_path, json.dumps(

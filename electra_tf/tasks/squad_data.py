@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from electra_tf import fileio
 from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.errors import UserError
 
@@ -77,12 +78,12 @@ def read_squad(path: str, *, is_training: bool, version_2: bool | None = None
     SquadFormatError: the file is not SQuAD JSON (the message names the question id).
   """
   try:
-    with open(path, encoding="utf-8") as f:
-      dataset = json.load(f)
-  except FileNotFoundError:
-    raise SquadFormatError(f"{path} does not exist") from None
-  except IsADirectoryError:
-    raise SquadFormatError(f"{path} is a directory; pass the SQuAD JSON file inside it") from None
+    fileio.check_path(path)
+    if fileio.isdir(path):
+      raise SquadFormatError(f"{path} is a directory; pass the SQuAD JSON file inside it")
+    if not fileio.exists(path):
+      raise SquadFormatError(f"{path} does not exist")
+    dataset = json.loads(fileio.read_text(path))
   except UnicodeDecodeError as exc:
     raise SquadFormatError(f"{path} is not UTF-8 (byte {exc.start})") from None
   except json.JSONDecodeError as exc:

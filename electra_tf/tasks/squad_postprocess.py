@@ -5,12 +5,11 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
-import os
 from collections.abc import Sequence
 
 import numpy as np
 
-from electra_tf import atomic
+from electra_tf import atomic, fileio
 from electra_tf.tasks.squad_data import SquadExample, SquadFeature
 
 
@@ -154,8 +153,7 @@ def evaluate(dataset_path: str, predictions: dict[str, str], *, version_2: bool,
   """
   from official.nlp.tools import squad_evaluate_v1_1, squad_evaluate_v2_0
 
-  with open(dataset_path, encoding="utf-8") as f:
-    dataset = json.load(f)["data"]
+  dataset = json.loads(fileio.read_text(dataset_path))["data"]
   dataset = _restrict(dataset, set(qas_ids if qas_ids is not None else predictions))
   if not version_2:
     scores = squad_evaluate_v1_1.evaluate(dataset, predictions)  # fractions, unlike v2.0's
@@ -177,11 +175,11 @@ def write_predictions(output_dir: str, predictions: dict[str, str],
                       nbest: dict[str, list[dict]] | None = None,
                       null_odds: dict[str, float] | None = None) -> None:
   """predictions.json (the official format), nbest_predictions.json, null_odds.json."""
-  atomic.atomic_write_text(os.path.join(output_dir, "predictions.json"),
+  atomic.atomic_write_text(fileio.join(output_dir, "predictions.json"),
                            json.dumps(predictions, indent=1))
   if nbest is not None:
-    atomic.atomic_write_text(os.path.join(output_dir, "nbest_predictions.json"),
+    atomic.atomic_write_text(fileio.join(output_dir, "nbest_predictions.json"),
                              json.dumps(nbest, indent=1))
   if null_odds is not None:
-    atomic.atomic_write_text(os.path.join(output_dir, "null_odds.json"),
+    atomic.atomic_write_text(fileio.join(output_dir, "null_odds.json"),
                              json.dumps(null_odds, indent=1))

@@ -8,6 +8,7 @@ import io
 import json
 import os
 
+from electra_tf import fileio
 from electra_tf.errors import UserError
 
 
@@ -17,12 +18,12 @@ class DataFormatError(UserError):
 
 def read_rows(path: str) -> tuple[list[str], list[tuple[int, dict]]]:
   """(columns, [(line number, row dict)]) of a .tsv, .csv or .jsonl file."""
-  if os.path.isdir(path):
+  fileio.check_path(path)
+  if fileio.isdir(path):
     raise DataFormatError(f"{path} is a directory; pass the .tsv, .csv or .jsonl file")
-  if not os.path.isfile(path):
+  if not fileio.isfile(path):
     raise DataFormatError(f"{path} does not exist")
-  with open(path, "rb") as f:
-    raw = f.read()
+  raw = fileio.read_bytes(path)
   if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
     raise DataFormatError(f"{path} is UTF-16 (it starts with a UTF-16 byte-order mark); "
                           "convert it, e.g. with iconv -f UTF-16 -t UTF-8")

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 
-from electra_tf import atomic
+import tensorflow as tf
+
+from electra_tf import atomic, fileio
 from electra_tf.config import PHASE_FIELDS, PretrainConfig, resume_conflicts
 from electra_tf.errors import UserError
 from electra_tf.filenames import CONFIG_NAME
@@ -20,14 +21,13 @@ def read_run_config(model_dir: str) -> tuple[dict, PretrainConfig] | None:
   Raises:
     UserError: the file exists but does not read as a run's config.
   """
-  path = os.path.join(model_dir, CONFIG_NAME)
-  if not os.path.exists(path):
+  path = fileio.join(model_dir, CONFIG_NAME)
+  if not fileio.exists(path):
     return None
   try:
-    with open(path, encoding="utf-8") as f:
-      saved = json.load(f)
+    saved = json.loads(fileio.read_text(path))
     return saved, PretrainConfig.from_dict(saved["pretrain"])
-  except (OSError, ValueError, KeyError, TypeError) as exc:
+  except (OSError, ValueError, KeyError, TypeError, tf.errors.OpError) as exc:
     raise UserError(f"{path} is unreadable ({exc}); restore it or use a new --model_dir") from exc
 
 
@@ -45,7 +45,7 @@ def save_or_check_run_config(model_dir: str, config: PretrainConfig, data_info: 
     Notes on allowed changes that alter the run (e.g. a longer schedule), for printing.
   """
   notes = []
-  path = os.path.join(model_dir, CONFIG_NAME)
+  path = fileio.join(model_dir, CONFIG_NAME)
   found = read_run_config(model_dir) if enforce else None
   if found:
     saved, saved_config = found

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import sys
 import threading
@@ -13,6 +12,7 @@ from collections.abc import Iterator
 import tensorflow as tf
 import tf_keras
 
+from electra_tf import fileio
 from electra_tf.errors import RuntimeFailure, tf_error_line
 from electra_tf.filenames import CKPT_NAME
 
@@ -150,13 +150,13 @@ class CheckpointSaver(tf_keras.callbacks.Callback):
     try:
       self.manager.save(checkpoint_number=step)
     except (tf.errors.OpError, OSError) as exc:
-      prefix = os.path.join(self.manager.directory, f"{CKPT_NAME}-{step}")
-      for path in tf.io.gfile.glob(prefix + ".*") + tf.io.gfile.glob(prefix + "_temp*"):
+      prefix = fileio.join(self.manager.directory, f"{CKPT_NAME}-{step}")
+      for path in fileio.glob(prefix + ".*") + fileio.glob(prefix + "_temp*"):
         with contextlib.suppress(tf.errors.OpError, OSError):
-          if tf.io.gfile.isdir(path):
-            tf.io.gfile.rmtree(path)
+          if fileio.isdir(path):
+            fileio.rmtree(path)
           else:
-            tf.io.gfile.remove(path)
+            fileio.remove(path)
       kept = self.manager.latest_checkpoint
       raise RuntimeFailure(
           f"could not write checkpoint {prefix} ({tf_error_line(exc)}); "

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 
 import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from electra_tf import filenames
+from electra_tf import fileio, filenames
 from electra_tf.config import PretrainConfig
 from electra_tf.data import pipeline, records
 from electra_tf.errors import UserError
@@ -166,7 +165,7 @@ class HeldOut:
             f"maskable tokens (the frequency baseline of gen_accuracy): {baseline:.4f}",
             file=stream, flush=True)
     return HeldOutEvaluator(self.dataset(config, strategy), self.num_batches(config), self.every,
-                            os.path.join(model_dir, filenames.EVAL_LOGS) if stream else None,
+                            fileio.join(model_dir, filenames.EVAL_LOGS) if stream else None,
                             baseline, stream)
 
 
@@ -174,7 +173,7 @@ def evaluate_saved_run(model, model_dir: str, held_out: HeldOut, strategy,
                        stream=None) -> dict:
   """Evaluates model_dir's newest checkpoint once (no training); `model` from build_model."""
   checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
-  ckpt_dir = os.path.join(model_dir, filenames.CHECKPOINT_SUBDIR)
+  ckpt_dir = fileio.join(model_dir, filenames.CHECKPOINT_SUBDIR)
   if not resume.restore_newest_valid(checkpoint, ckpt_dir, stream):
     raise UserError(f"{model_dir} has no checkpoint to evaluate; train first, or point "
                     "--model_dir at a run")

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from typing import Any
 
 import tensorflow as tf
 
-from electra_tf import atomic
+from electra_tf import atomic, fileio
 from electra_tf.checkpoints.tf1 import READ_ERRORS, checkpoint_error
 from electra_tf.config import EncoderConfig, FinetuneConfig
 from electra_tf.errors import UserError, check_field_types
@@ -23,19 +22,17 @@ def save_finetuned(model: FinetuneModel, record: dict[str, Any], vocab_path: str
 
   `record` is what finetune.json holds: "task", "encoder" and "finetune" (config dicts) and
   the task's metadata ("spec" for classification). The directory appears complete or not
-  at all, replacing an older one.
+  at all (electra_tf.atomic; finetune.json is its marker), replacing an older one.
   """
   def write(tmp: str) -> None:
     tf.train.Checkpoint(model=model).write(os.path.join(tmp, CKPT_NAME))
-    with open(os.path.join(tmp, FINETUNE_RECORD), "w", encoding="utf-8") as f:
-      json.dump(record, f, indent=2)
+    fileio.write_text(os.path.join(tmp, FINETUNE_RECORD), json.dumps(record, indent=2))
     if vocab_path:
-      shutil.copyfile(vocab_path, os.path.join(tmp, VOCAB_NAME))
+      fileio.copy(vocab_path, os.path.join(tmp, VOCAB_NAME))
     for name, text in (artifacts or {}).items():
-      with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
-        f.write(text)
+      fileio.write_text(os.path.join(tmp, name), text)
 
-  return atomic.write_dir(out_dir, write)
+  return atomic.write_dir(out_dir, write, FINETUNE_RECORD)
 
 
 def load_finetuned(path: str) -> tuple[FinetuneModel, dict[str, Any]]:
@@ -45,14 +42,14 @@ def load_finetuned(path: str) -> tuple[FinetuneModel, dict[str, Any]]:
     UserError: `path` is not a fine-tuned model directory, or its finetune.json or
       checkpoint is damaged.
   """
-  record_path = os.path.join(path, FINETUNE_RECORD)
-  if not (os.path.exists(record_path) and os.path.exists(os.path.join(path, CKPT_NAME + ".index"))):
+  record_path = fileio.join(path, FINETUNE_RECORD)
+  if not (fileio.exists(record_path) and fileio.exists(fileio.join(path, CKPT_NAME + ".index"))):
     raise UserError(f"{path} is not a fine-tuned model (no {FINETUNE_RECORD} and ckpt); pass the "
                     f"best/ directory of a finetune.py --output_dir, or --task=pretraining "
                     f"for a pretrained checkpoint")
   record, config, encoder, num_labels = _read_record(record_path)
   model = build_finetune_model(model_for_task(config, encoder, num_labels=num_labels))
-  prefix = os.path.join(path, CKPT_NAME)
+  prefix = fileio.join(path, CKPT_NAME)
   try:
     status = tf.train.Checkpoint(model=model).read(prefix)
     status.expect_partial().assert_existing_objects_matched()
@@ -68,9 +65,8 @@ def _read_record(record_path: str) -> tuple[dict[str, Any], FinetuneConfig, Enco
   """(finetune.json, its configs, its label count) of a fine-tuned model, checked by field."""
   fix = "restore it or fine-tune again"
   try:
-    with open(record_path, encoding="utf-8") as f:
-      record = json.load(f)
-  except (OSError, ValueError) as exc:
+    record = json.loads(fileio.read_text(record_path))
+  except (OSError, ValueError, tf.errors.OpError) as exc:
     raise UserError(f"cannot read {record_path} ({exc}); {fix}") from exc
   try:
     if not isinstance(record, dict):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
 import sys
 import time
 from typing import Any, Protocol
@@ -14,7 +13,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from electra_tf import atomic
+from electra_tf import atomic, fileio
 from electra_tf.checkpoints import converter
 from electra_tf.config import EncoderConfig, FinetuneConfig
 from electra_tf.errors import UserError
@@ -84,11 +83,10 @@ def make_optimizer(config: FinetuneConfig, total_steps: int, num_layers: int):
 
 def _check_run_config(output_dir: str, record: dict[str, Any]) -> None:
   """Refuses to resume a run in `output_dir` made with another task, model or config."""
-  path = os.path.join(output_dir, FINETUNE_RECORD)
-  if not os.path.exists(path):
+  path = fileio.join(output_dir, FINETUNE_RECORD)
+  if not fileio.exists(path):
     return
-  with open(path, encoding="utf-8") as f:
-    saved = json.load(f)
+  saved = json.loads(fileio.read_text(path))
   # Through the config classes, a field added since the run began reads as its default.
   for key, cls in (("encoder", EncoderConfig), ("finetune", FinetuneConfig)):
     if isinstance(saved.get(key), dict):
@@ -119,13 +117,12 @@ class _Evaluator(tf_keras.callbacks.Callback):
     super().__init__()
     self.task, self.eval_dataset, self.output_dir = task, eval_dataset, output_dir
     self.record, self.vocab_path, self.manager, self.stream = record, vocab_path, manager, stream
-    self.writer = tf.summary.create_file_writer(os.path.join(output_dir, EVAL_LOGS))
+    self.writer = tf.summary.create_file_writer(fileio.join(output_dir, EVAL_LOGS))
     self.history: list[dict[str, Any]] = []
     self.best: dict[str, Any] | None = None
-    results = os.path.join(output_dir, RESULTS_NAME)
-    if os.path.exists(results):  # a resumed run remembers its best so far
-      with open(results, encoding="utf-8") as f:
-        saved = json.load(f)
+    results = fileio.join(output_dir, RESULTS_NAME)
+    if fileio.exists(results):  # a resumed run remembers its best so far
+      saved = json.loads(fileio.read_text(results))
       self.history, self.best = saved.get("epochs", []), saved.get("best")
 
   def on_epoch_end(self, epoch, logs=None):
@@ -153,14 +150,14 @@ class _Evaluator(tf_keras.callbacks.Callback):
       self.best = entry
       self._save_best(artifacts)
     atomic.atomic_write_text(
-        os.path.join(self.output_dir, RESULTS_NAME),
+        fileio.join(self.output_dir, RESULTS_NAME),
         json.dumps({"best": self.best, "main_metric": main, "epochs": self.history}, indent=2))
 
   def _save_best(self, artifacts: dict[str, str]) -> None:
     save_finetuned(self.model, {**self.record, "eval": self.best}, self.vocab_path,
-                   os.path.join(self.output_dir, BEST_SUBDIR), artifacts)
+                   fileio.join(self.output_dir, BEST_SUBDIR), artifacts)
     for name, text in artifacts.items():  # the best epoch's predictions, at the top level too
-      atomic.atomic_write_text(os.path.join(self.output_dir, name), text)
+      atomic.atomic_write_text(fileio.join(self.output_dir, name), text)
 
 
 def _restore_init(model: FinetuneModel, init_checkpoint: str | None, source, stream) -> None:
@@ -182,12 +179,12 @@ def run_finetuning(task: Task, config: FinetuneConfig, encoder_config: EncoderCo
   eval/. A rerun with the same settings resumes after the last finished epoch.
   """
   stream = stream or sys.stdout
-  os.makedirs(output_dir, exist_ok=True)
+  fileio.makedirs(output_dir)
   record = {"task": task.name, "encoder": encoder_config.to_dict(),
             "finetune": config.to_dict(), "init_checkpoint": init_checkpoint,
             **task.metadata()}
   _check_run_config(output_dir, record)
-  atomic.atomic_write_text(os.path.join(output_dir, FINETUNE_RECORD), json.dumps(record, indent=2))
+  atomic.atomic_write_text(fileio.join(output_dir, FINETUNE_RECORD), json.dumps(record, indent=2))
 
   train_data, num_examples = task.train_dataset()
   if num_examples == 0:
@@ -211,7 +208,7 @@ def run_finetuning(task: Task, config: FinetuneConfig, encoder_config: EncoderCo
     _restore_init(model, init_checkpoint, init_source, stream)
     model.compile(optimizer=make_optimizer(config, total_steps, encoder_config.num_layers))
     ckpt = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
-    manager = tf.train.CheckpointManager(ckpt, os.path.join(output_dir, CHECKPOINT_SUBDIR), 1,
+    manager = tf.train.CheckpointManager(ckpt, fileio.join(output_dir, CHECKPOINT_SUBDIR), 1,
                                          checkpoint_name=CKPT_NAME)
     if manager.latest_checkpoint:
       ckpt.restore(manager.latest_checkpoint).expect_partial()
@@ -225,7 +222,7 @@ def run_finetuning(task: Task, config: FinetuneConfig, encoder_config: EncoderCo
   evaluator = _Evaluator(task, eval_ds, output_dir, record, vocab_path, manager, stream)
   progress = ProgressLogger(total_steps, config.log_steps,
                             batch * config.max_seq_length,
-                            summary_dir=os.path.join(output_dir, TRAIN_LOGS),
+                            summary_dir=fileio.join(output_dir, TRAIN_LOGS),
                             examples_per_epoch=num_examples, batch_size=batch, stream=stream)
   if initial_epoch < epochs:
     model.fit(train_ds, epochs=epochs, initial_epoch=initial_epoch,

@@ -16,8 +16,8 @@ phase and restarted ends as an uninterrupted one.
 from __future__ import annotations
 
 import dataclasses
-import os
 
+from electra_tf import fileio
 from electra_tf.config import PHASE_FIELDS, PretrainConfig
 from electra_tf.data import manifest as manifest_lib
 from electra_tf.errors import UserError
@@ -175,7 +175,7 @@ def text_data_dir(model_dir: str, subdir: str, max_seq_length: int) -> str:
   """Where data built from text for `max_seq_length` goes: model_dir/<subdir>, or
   <subdir>_<max_seq_length> when that holds data of another length (an earlier phase's),
   so that each phase keeps its own."""
-  base = os.path.join(model_dir, subdir)
+  base = fileio.join(model_dir, subdir)
   try:
     manifest = manifest_lib.read_manifest(base, required=False) \
         if manifest_lib.is_data_dir(base) else None

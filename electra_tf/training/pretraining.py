@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import shutil
 import signal
 import sys
 from collections.abc import Iterator
@@ -13,7 +12,7 @@ from collections.abc import Iterator
 import tensorflow as tf
 import tf_keras
 
-from electra_tf import filenames
+from electra_tf import fileio, filenames
 from electra_tf.checkpoints import converter, native
 from electra_tf.config import PretrainConfig
 from electra_tf.data import pipeline, records
@@ -102,7 +101,8 @@ def preflight(config: PretrainConfig, model_dir: str, strategy, vocab,
   Returns:
     Notes worth printing (schedule changes on resume, warmup longer than the run).
   """
-  if os.path.exists(model_dir) and not os.path.isdir(model_dir):
+  fileio.check_path(model_dir, "--model_dir")
+  if fileio.exists(model_dir) and not fileio.isdir(model_dir):
     raise UserError(f"--model_dir {model_dir} is a file; give a directory")
   replicas, micro = strategy.num_replicas_in_sync, config.gradient_accumulation_steps
   if config.batch_size % replicas:
@@ -115,7 +115,7 @@ def preflight(config: PretrainConfig, model_dir: str, strategy, vocab,
   if vocab.size != config.model.vocab_size:
     raise UserError(f"the vocab has {vocab.size} tokens but the model expects "
                     f"{config.model.vocab_size}; set model.vocab_size or use the matching vocab")
-  latest = resume.newest(os.path.join(model_dir, filenames.CHECKPOINT_SUBDIR))
+  latest = resume.newest(fileio.join(model_dir, filenames.CHECKPOINT_SUBDIR))
   phase.check(config, model_dir, bool(latest))
   notes = artifacts.save_or_check_run_config(model_dir, config, {"vocab_md5": vocab.md5},
                                              write=False, enforce=bool(latest),
@@ -143,7 +143,7 @@ class _Run:
     """Every worker saves (the save is collective); only the chief's copy is kept."""
     if self.is_chief:
       return self.ckpt_dir
-    return os.path.join(self.model_dir, ".worker_tmp", f"worker_{self.task_id}")
+    return fileio.join(self.model_dir, ".worker_tmp", f"worker_{self.task_id}")
 
 
 def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, strategy,
@@ -196,7 +196,7 @@ def _begin(config: PretrainConfig, data: TrainData, model_dir: str, strategy, ji
   tf_keras.utils.set_random_seed(config.seed)
   if config.deterministic:
     tf.config.experimental.enable_op_determinism()
-  run = _Run(model_dir, os.path.join(model_dir, filenames.CHECKPOINT_SUBDIR), is_chief,
+  run = _Run(model_dir, fileio.join(model_dir, filenames.CHECKPOINT_SUBDIR), is_chief,
              task_id, stream)
   for note in notes:
     print(note, file=stream)
@@ -230,13 +230,13 @@ def _fit(model, manager, config: PretrainConfig, data: TrainData, strategy, run:
   """Trains from `start` to the last step; returns the logged metric lines."""
   def cleanup(step):
     if not run.is_chief:
-      shutil.rmtree(run.save_dir, ignore_errors=True)
+      fileio.rmtree(run.save_dir)
 
   progress = callbacks.ProgressLogger(
       run.end_step, config.log_steps, config.tokens_per_step, first_step=run.phase_start,
-      summary_dir=os.path.join(run.model_dir, filenames.TRAIN_LOGS) if run.is_chief else None,
+      summary_dir=fileio.join(run.model_dir, filenames.TRAIN_LOGS) if run.is_chief else None,
       examples_per_epoch=data.examples, batch_size=config.batch_size,
-      stream=run.stream if run.is_chief else open(os.devnull, "w"))
+      stream=run.stream if run.is_chief else open(os.devnull, "w"))  # the local null device
   saver = callbacks.CheckpointSaver(manager, config.checkpoint_steps, on_save=cleanup)
   guard = callbacks.NonFiniteGuard(config.on_nonfinite, manager, stream=run.stream)
   multi_worker = workers.is_multi_worker(strategy)
@@ -291,10 +291,10 @@ def _export_encoder(model, data: TrainData, run: _Run) -> None:
   # The MLM baseline has no discriminator: its encoder is what fine-tuning starts from.
   encoder_model = networks.standalone_discriminator(model.discriminator or model.generator)
   if run.is_chief:
-    out = os.path.join(run.model_dir, filenames.DISCRIMINATOR_SUBDIR)
+    out = fileio.join(run.model_dir, filenames.DISCRIMINATOR_SUBDIR)
     native.save_discriminator(encoder_model, data.vocab.path, out)
     print(f"wrote the discriminator for fine-tuning to {out}", file=run.stream)
   else:
-    tmp = os.path.join(run.model_dir, ".worker_tmp", f"disc_{run.task_id}")
+    tmp = fileio.join(run.model_dir, ".worker_tmp", f"disc_{run.task_id}")
     native.save_discriminator(encoder_model, None, tmp)
-    shutil.rmtree(tmp, ignore_errors=True)
+    fileio.rmtree(tmp)

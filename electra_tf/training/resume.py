@@ -9,12 +9,12 @@ truncated or corrupt newest checkpoint gives a warning and the previous one is u
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 
 import tensorflow as tf
 
+from electra_tf import fileio
 from electra_tf.errors import UserError
 from electra_tf.filenames import CKPT_NAME
 
@@ -24,13 +24,13 @@ _NUMBERED = re.compile(rf"^{CKPT_NAME}-(\d+)\.index$")
 
 def numbered(ckpt_dir: str) -> list[tuple[int, str]]:
   """(step, prefix) of every checkpoint in `ckpt_dir` with an index file, newest first."""
-  if not tf.io.gfile.isdir(ckpt_dir):
+  if not fileio.isdir(ckpt_dir):
     return []
   found = []
-  for name in tf.io.gfile.listdir(ckpt_dir):
+  for name in fileio.listdir(ckpt_dir):
     match = _NUMBERED.match(name)
     if match:
-      found.append((int(match.group(1)), os.path.join(ckpt_dir, name[:-len(".index")])))
+      found.append((int(match.group(1)), fileio.join(ckpt_dir, name[:-len(".index")])))
   return sorted(found, reverse=True)
 
 
@@ -43,7 +43,8 @@ def newest(ckpt_dir: str) -> str | None:
 def problem(prefix: str) -> str | None:
   """Why the checkpoint at `prefix` cannot be restored, or None if every tensor reads back."""
   try:
-    reader = tf.train.load_checkpoint(prefix)
+    # Not tf.train.load_checkpoint: it asks isdir(prefix) first, which ram:// answers True.
+    reader = tf.compat.v1.train.NewCheckpointReader(prefix)
     for name in reader.get_variable_to_dtype_map():
       reader.get_tensor(name)
   except (tf.errors.OpError, ValueError, OSError) as exc:
@@ -67,11 +68,11 @@ def restore_newest_valid(checkpoint: tf.train.Checkpoint, ckpt_dir: str,
     reason = problem(prefix)
     if reason is None:
       if problems:
-        print(f"warning: resuming from {os.path.basename(prefix)}, the newest readable "
+        print(f"warning: resuming from {fileio.basename(prefix)}, the newest readable "
               "checkpoint", file=stream, flush=True)
       checkpoint.restore(prefix).expect_partial()
       return prefix
-    problems.append(f"{os.path.basename(prefix)}: {reason}")
+    problems.append(f"{fileio.basename(prefix)}: {reason}")
     print(f"warning: checkpoint {prefix} is unreadable ({reason}); trying the previous one",
           file=stream, flush=True)
   if problems:
@@ -83,12 +84,11 @@ def restore_newest_valid(checkpoint: tf.train.Checkpoint, ckpt_dir: str,
 def remove_partial_saves(ckpt_dir: str) -> list[str]:
   """Deletes what an interrupted save left (TF's `*_temp` directories); returns their paths."""
   removed = []
-  if not tf.io.gfile.isdir(ckpt_dir):
+  if not fileio.isdir(ckpt_dir):
     return removed
-  for name in tf.io.gfile.listdir(ckpt_dir):
-    name = name.rstrip("/")
+  for name in fileio.listdir(ckpt_dir):
     if name.startswith(f"{CKPT_NAME}-") and name.endswith("_temp"):
-      path = os.path.join(ckpt_dir, name)
-      tf.io.gfile.rmtree(path)
+      path = fileio.join(ckpt_dir, name)
+      fileio.rmtree(path)
       removed.append(path)
   return removed
