@@ -143,18 +143,16 @@ def make_pretraining_dataset(
     vocab: the vocab the data was built with.
     shuffle: the shuffled stream of `positioned.py` (training); else the files' records
       interleaved in order (evaluation).
-    seed: seeds the block order of each epoch, and when deterministic the record order
-      and masking too; None draws one.
+    seed: seeds the record order (and, when deterministic, the masking); None draws one.
     repeat: loop forever (training) or stop after one pass (evaluation).
     input_context: from `distribute_datasets_from_function`; each pipeline reads a
       disjoint part: shuffled, every n-th block of `block_records` records; unshuffled,
       whole files when there are at least as many files as pipelines, else every n-th
       record.
     shuffle_buffer_size: records shuffled together (rounded to whole blocks).
-    deterministic: reproducible element order; defaults to `seed is not None`. When
-      False, reads and masking run in parallel without an order guarantee within a
-      window of blocks. When True, the stream is a pure function of (seed, position) and
-      batch i is masked with a seed derived from (seed, i).
+    deterministic: reproducible masking; defaults to `seed is not None`. The records and
+      their order are a pure function of (seed, position) in both modes; when True batch i
+      is also masked with a seed derived from (seed, i), else with a random one.
     start_batch: batches this pipeline already delivered: the stream starts where it
       stood after them, in both modes, by seeking (shuffled: at most one window of blocks
       is read before the first record delivered; unshuffled: the records before it are
@@ -184,7 +182,7 @@ def make_pretraining_dataset(
     layout = positioned.Layout(blocks, max(1, round(shuffle_buffer_size / block_records)),
                                local_seed)
     _check_epoch(layout.records_per_epoch, batch_size, pipeline_id)
-    records = positioned.records_from(layout, start_batch * batch_size, repeat, deterministic)
+    records = positioned.records_from(layout, start_batch * batch_size, repeat)
   else:
     records = _sequential_records(files, batch_size=batch_size, repeat=repeat,
                                   pipelines=pipelines, pipeline_id=pipeline_id,
@@ -192,8 +190,9 @@ def make_pretraining_dataset(
   dataset = records.batch(batch_size, drop_remainder=True)
   parse = parse_fn(max_seq_length)
   if not deterministic:
-    dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
-    dataset = dataset.map(masker, num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
+    # In order, so that the batches of the first n steps are the stream's first n batches.
+    dataset = dataset.map(lambda serialized: masker(parse(serialized)),
+                          num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return dataset.prefetch(tf.data.AUTOTUNE)
 
   def parse_and_mask(index: tf.Tensor, serialized: tf.Tensor) -> dict[str, tf.Tensor]:

@@ -4,18 +4,15 @@ records before it.
 An input pipeline's records are cut into blocks of K consecutive records (record_index.py).
 Epoch e reads all blocks once, in a permutation seeded by (seed, e), in windows of W
 consecutive blocks of that permutation, and shuffles each window's records among
-themselves. Position p of the stream (records delivered so far) is therefore in epoch
+themselves with a stateless seed from (seed, e, window). The blocks of a window are read in
+parallel and put back in their order before the shuffle, so the stream is a pure function
+of (seed, position) whatever the timing of the reads.
+
+Position p of the stream (records delivered so far) is therefore in epoch
 p // records_per_epoch, in the window that the window sizes of that epoch's permutation
 point to, at a known offset inside it. The stream starts by seeking to the blocks of that
 window and skipping inside it: at most W * K records are read before the first one
 delivered, wherever p is.
-
-- deterministic: blocks are read in order and each window is shuffled with a stateless seed
-  from (seed, epoch, window); the stream is a pure function of (seed, position).
-- otherwise: a window's blocks are read in parallel and its records shuffled at random, but
-  each window holds the same records, so a stream started at p (the step's records) reads
-  exactly the windows the interrupted run had not begun, and the window it was in again in
-  full.
 """
 
 from __future__ import annotations
@@ -37,7 +34,7 @@ class Layout:
   Args:
     blocks: the pipeline's blocks.
     window_blocks: W, blocks whose records are shuffled together (the shuffle buffer).
-    seed: seeds each epoch's block permutation (and, when deterministic, the windows).
+    seed: seeds each epoch's block permutation and the shuffle of its windows.
   """
 
   blocks: Blocks
@@ -68,34 +65,30 @@ class Layout:
     window = int(np.searchsorted(ends, rest, side="right"))
     return epoch, window, rest - (int(ends[window - 1]) if window else 0)
 
-  def window_records(self, epoch: tf.Tensor, window: tf.Tensor,
-                     deterministic: bool) -> tf.Tensor:
+  def window_records(self, epoch: tf.Tensor, window: tf.Tensor) -> tf.Tensor:
     """The shuffled serialized records of one window, string [n]."""
     chosen = self.order(epoch)[window * self.window_blocks:(window + 1) * self.window_blocks]
     paths = tf.gather(tf.constant(self.blocks.files), tf.gather(self.blocks.file, chosen))
     blocks = tf.data.Dataset.from_tensor_slices(
         (paths, tf.gather(self.blocks.offset, chosen), tf.gather(self.blocks.records, chosen)))
     readers = min(self.window_blocks, _READERS)
-    # block_length K takes each block whole: in order, the concatenation of the blocks.
+    # Parallel reads; block_length K takes each block whole, so the output is the blocks'
+    # concatenation in their order.
     records = blocks.interleave(read_block, cycle_length=readers, block_length=self.blocks.size,
-                                num_parallel_calls=readers, deterministic=deterministic)
+                                num_parallel_calls=readers, deterministic=True)
     values = records.batch(self.window_blocks * self.blocks.size).get_single_element()
-    if not deterministic:
-      return tf.random.shuffle(values)
     seed = tf.random.experimental.stateless_fold_in(
         tf.stack([tf.constant(self.seed, tf.int64), tf.cast(epoch, tf.int64)]), window)
     return tf.random.experimental.stateless_shuffle(values, seed=seed)
 
 
-def records_from(layout: Layout, position: int, repeat: bool,
-                 deterministic: bool) -> tf.data.Dataset:
+def records_from(layout: Layout, position: int, repeat: bool) -> tf.data.Dataset:
   """The serialized records of the stream from record `position` on.
 
   Args:
     layout: the pipeline's blocks, windows and seed.
     position: records already delivered (over all epochs).
     repeat: epochs without end; else only the epoch `position` is in.
-    deterministic: see the module docstring.
   """
   epoch, window, offset = layout.locate(position)
   if not repeat and epoch > 0:
@@ -105,7 +98,7 @@ def records_from(layout: Layout, position: int, repeat: bool,
   windows = tf.data.Dataset.range(first, (epoch + 1) * per_epoch if not repeat else 2**62)
 
   def load(index: tf.Tensor) -> tf.Tensor:
-    return layout.window_records(index // per_epoch, index % per_epoch, deterministic)
+    return layout.window_records(index // per_epoch, index % per_epoch)
 
   # Two windows at a time: the next one is read and shuffled while this one is consumed.
   windows = windows.map(load, num_parallel_calls=2, deterministic=True)

@@ -115,10 +115,12 @@ def read_block(path: tf.Tensor, offset: tf.Tensor, records: tf.Tensor) -> tf.dat
   """The `records` serialized records of `path` starting at byte `offset`, found by seeking.
 
   tf.data.TFRecordDataset has no start offset; the op under it (TFRecordDatasetV2) does,
-  and seeks to it without reading what comes before.
+  and seeks to it without reading what comes before. Call it inside a tf.data function
+  (interleave, flat_map): TF 2.20 cannot serialize such a dataset built eagerly (its graph
+  def drops the offsets).
   """
   variant = tf.raw_ops.TFRecordDatasetV2(
       filenames=path, compression_type="", buffer_size=tf.constant(_READ_BUFFER, tf.int64),
       byte_offsets=tf.cast(offset, tf.int64))
   return tf.data.experimental.from_variant(
-      variant, tf.TensorSpec([], tf.string)).take(records)
+      variant, tf.TensorSpec([], tf.string)).take(tf.cast(records, tf.int64))
