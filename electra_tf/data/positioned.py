@@ -59,7 +59,8 @@ class Layout:
   def locate(self, position: int) -> tuple[int, int, int]:
     """(epoch, window within the epoch, records into that window) of record `position`."""
     epoch, rest = divmod(position, self.records_per_epoch)
-    order = self.order(tf.constant(epoch, tf.int64)).numpy()
+    with tf.init_scope():  # eager even when a strategy builds the dataset inside a graph
+      order = self.order(tf.constant(epoch, tf.int64)).numpy()
     starts = np.arange(0, len(order), self.window_blocks)
     ends = np.cumsum(np.add.reduceat(self.blocks.records[order], starts))
     window = int(np.searchsorted(ends, rest, side="right"))
