@@ -154,9 +154,9 @@ def make_pretraining_dataset(
       their order are a pure function of (seed, position) in both modes; when True batch i
       is also masked with a seed derived from (seed, i), else with a random one.
     start_batch: batches this pipeline already delivered: the stream starts where it
-      stood after them, in both modes, by seeking (shuffled: at most one window of blocks
-      is read before the first record delivered; unshuffled: the records before it are
-      read, not parsed).
+      stood after them, in both modes. Shuffled, by seeking: at most one window of blocks
+      is read before the first record delivered, wherever it is. Unshuffled (evaluation),
+      by reading (not parsing) the records of the pass before it.
     block_records: K, records per block (a multiple of the manifest's index interval
       uses its index; other values scan the files' record headers once).
 
