@@ -71,7 +71,8 @@ class Layout:
     chosen = self.order(epoch)[window * self.window_blocks:(window + 1) * self.window_blocks]
     paths = tf.gather(tf.constant(self.blocks.files), tf.gather(self.blocks.file, chosen))
     blocks = tf.data.Dataset.from_tensor_slices(
-        (paths, tf.gather(self.blocks.offset, chosen), tf.gather(self.blocks.records, chosen)))
+        (paths, tf.gather(self.blocks.offset, chosen), tf.gather(self.blocks.records, chosen),
+         tf.gather(self.blocks.bytes, chosen)))
     readers = min(self.window_blocks, _READERS)
     # Parallel reads; block_length K takes each block whole, so the output is the blocks'
     # concatenation in their order.

@@ -183,9 +183,11 @@ def test_manifest_index_is_where_the_records_are(large_data):
     assert len(shard.offsets) > 1
     # The record at each offset is the one a plain reader finds there.
     plain = list(tf.data.TFRecordDataset(path).take(RECORD_INDEX_EVERY + 1))
-    block = tf.data.Dataset.from_tensors((path, shard.offsets[1], 1)).flat_map(
-        record_index.read_block)
-    assert [r.numpy() for r in block] == [plain[RECORD_INDEX_EVERY].numpy()]
+    blocks = record_index.blocks_of([path])
+    assert blocks.records.sum() == shard.records and blocks.bytes.sum() == shard.bytes
+    second = tf.data.Dataset.from_tensors(
+        (path, blocks.offset[1], 1, blocks.bytes[1])).flat_map(record_index.read_block)
+    assert [r.numpy() for r in second] == [plain[RECORD_INDEX_EVERY].numpy()]
 
 
 def test_a_deep_position_is_reached_without_reading_the_data_before_it(large_data,
