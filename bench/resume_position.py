@@ -77,17 +77,17 @@ def first_batch(data: str, start_batch: int, deterministic: bool,
   return result
 
 
-def read_up_to(files: list[str], records: int) -> float:
-  """Seconds to read (not parse) `records` records and one more: the skip a resume did
-  before (at most one pass)."""
+def read_up_to(files: list[str], records: int) -> tuple[float, float]:
+  """(seconds, CPU seconds) to read (not parse) `records` records and one more: the skip a
+  resume did before (at most one pass)."""
   import tensorflow as tf
 
-  began = time.perf_counter()
+  began, cpu = time.perf_counter(), time.process_time()
   dataset = tf.data.Dataset.from_tensor_slices(files).interleave(
       tf.data.TFRecordDataset, cycle_length=min(len(files), 16),
       num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
   next(iter(dataset.skip(records)))
-  return time.perf_counter() - began
+  return time.perf_counter() - began, time.process_time() - cpu
 
 
 def main():
@@ -109,7 +109,8 @@ def main():
   first_batch(data, 0, True, args)  # traces the functions once
   print(f"data: {manifest.examples:,} examples of {args.max_seq_length} tokens, "
         f"{manifest.record_bytes / 1e6:.0f} MB in {len(manifest.shards)} shards; batch "
-        f"{args.batch_size}; median of {args.repeats}, the positions taken in turn\n")
+        f"{args.batch_size}; median of {args.repeats}, the positions taken in turn; load "
+        f"average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the start\n")
   runs = {(name, mode): [] for name in positions for mode in (True, False)}
   reads = {name: [] for name in positions}
   for _ in range(args.repeats):  # in turn, so that a busy spell of the machine hits all
@@ -120,8 +121,8 @@ def main():
       reads[name].append(read_up_to(manifest.shard_paths,
                                     (start * args.batch_size) % per_epoch))
   print("| resume at | example position | deterministic: first batch (CPU) | bytes read | "
-        "default mode: first batch (CPU) | bytes read | reading up to the position "
-        "(before) |")
+        "default mode: first batch (CPU) | bytes read | reading up to the position, "
+        "before (CPU) |")
   print("|---|---|---|---|---|---|---|")
   for name, position in positions.items():
     row = [name, f"{position // args.batch_size * args.batch_size:,}"]
@@ -129,8 +130,10 @@ def main():
       measured = runs[name, deterministic]
       wall, cpu, read = (statistics.median(m[i] for m in measured) for i in range(3))
       row += [f"{wall:.2f} s ({cpu:.2f} s)", f"{read / 1e6:.1f} MB"]
-    row.append(f"{statistics.median(reads[name]):.2f} s")
+    wall, cpu = (statistics.median(r[i] for r in reads[name]) for i in range(2))
+    row.append(f"{wall:.2f} s ({cpu:.2f} s)")
     print("| " + " | ".join(row) + " |", flush=True)
+  print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
 
 
 if __name__ == "__main__":

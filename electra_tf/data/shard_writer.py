@@ -148,7 +148,8 @@ def build_unit(unit: Unit, report: Callable[[tuple[int, int]], None] | None = No
   vocab = tokenizer.vocab
   router = _Router(unit, vocab.cls_id, vocab.sep_id)
   counts = {False: [0, 0], True: [0, 0]}  # held out? -> [examples, tokens]
-  written = {False: [[], 0], True: [[], 0]}  # held out? -> [offsets of every K-th record, bytes]
+  offsets = {False: [], True: []}  # held out? -> byte offsets of records 0, K, 2K, ...
+  written = {False: 0, True: 0}  # held out? -> bytes written
   writers = {False: tf.io.TFRecordWriter(unit.output_path)}
   if router.held_out is not None:
     writers[True] = tf.io.TFRecordWriter(unit.holdout_path)
@@ -168,10 +169,9 @@ def build_unit(unit: Unit, report: Callable[[tuple[int, int]], None] | None = No
         for input_ids, segment_ids in packed:
           record = _serialize(input_ids, segment_ids, unit.max_seq_length, vocab.pad_id)
           writers[held_out].write(record)
-          offsets = written[held_out]
           if counts[held_out][0] % RECORD_INDEX_EVERY == 0:
-            offsets[0].append(offsets[1])
-          offsets[1] += len(record) + _FRAMING_BYTES
+            offsets[held_out].append(written[held_out])
+          written[held_out] += len(record) + _FRAMING_BYTES
           counts[held_out][0] += 1
           counts[held_out][1] += len(input_ids)
       report((size, router.documents - documents_before))
@@ -181,7 +181,7 @@ def build_unit(unit: Unit, report: Callable[[tuple[int, int]], None] | None = No
   held = router.held_out
   return {"index": unit.index, "documents": router.train.documents,
           "examples": counts[False][0], "tokens": counts[False][1],
-          "offsets": written[False][0],
+          "offsets": offsets[False],
           "held_out": {"documents": held.documents if held else 0,
                        "examples": counts[True][0], "tokens": counts[True][1],
-                       "offsets": written[True][0]}}
+                       "offsets": offsets[True]}}
