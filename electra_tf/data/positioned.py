@@ -11,8 +11,8 @@ of (seed, position) whatever the timing of the reads.
 Position p of the stream (records delivered so far) is therefore in epoch
 p // records_per_epoch, in the window that the window sizes of that epoch's permutation
 point to, at a known offset inside it. The stream starts by seeking to the blocks of that
-window and skipping inside it: at most W * K records are read before the first one
-delivered, wherever p is.
+window and skipping inside it: the first record delivered waits for at most W * K records
+to be read (the next window is read ahead meanwhile), wherever p is.
 """
 
 from __future__ import annotations
