@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,13 +16,20 @@ from electra_tf.filenames import MANIFEST_NAME
 
 FORMAT = "electra_tf.pretraining_data.v1"
 _REBUILD = "electra-build-data"
+# The byte offset of every RECORD_INDEX_EVERY-th record of a shard is in the manifest: the
+# input pipeline starts reading at one of them, so a resume never reads the data before it.
+RECORD_INDEX_EVERY = 512
 
 
 @dataclasses.dataclass(frozen=True)
 class ShardInfo:
+  """One shard; `offsets` holds the byte offset of records 0, K, 2K, ... (K: the manifest's
+  `index_every`), or is empty in data built before the index existed."""
+
   file: str  # name inside the data dir
   records: int
   bytes: int
+  offsets: tuple[int, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,6 +60,7 @@ class Manifest:
   shards: tuple[ShardInfo, ...]
   inputs: tuple[InputInfo, ...]
   build_seconds: float = 0.0
+  index_every: int = 0  # 0: no record index (built before it existed)
 
   @property
   def shard_paths(self) -> list[str]:
@@ -64,7 +73,10 @@ class Manifest:
   def to_json(self) -> str:
     values = dataclasses.asdict(self)
     del values["data_dir"]  # the dir may move; shard names are relative to it
-    return json.dumps({"format": FORMAT, **values}, indent=2) + "\n"
+    text = json.dumps({"format": FORMAT, **values}, indent=2)
+    # One line per shard's record index rather than one line per offset.
+    return re.sub(r'("offsets": )(\[[\d,\s]*\])',
+                  lambda m: m.group(1) + json.dumps(json.loads(m.group(2))), text) + "\n"
 
   def write(self) -> None:
     io_utils.atomic_write_text(fileio.join(self.data_dir, MANIFEST_NAME),
@@ -98,11 +110,27 @@ def _from_dict(values: Any, data_dir: str, path: str) -> Manifest:
       for item in values[key]:
         check_field_types(cls, item, f"{path} {key}")
       values[key] = tuple(cls(**item) for item in values[key])
+    values["shards"] = tuple(_checked_index(s, values.get("index_every", 0), path)
+                             for s in values["shards"])
     return Manifest(data_dir=data_dir, **values)
   except (KeyError, TypeError) as e:
     raise UserError(f"{path} is damaged ({e}); rebuild the data with {_REBUILD}") from None
   except UserError as e:
     raise UserError(f"{e}; the manifest is damaged, rebuild the data with {_REBUILD}") from None
+
+
+def _checked_index(shard: ShardInfo, every: int, path: str) -> ShardInfo:
+  """`shard` with its offsets as a tuple, after checking they fit its record count."""
+  offsets = shard.offsets
+  if not offsets and not every:
+    return shard
+  if (not isinstance(every, int) or every < 1 or not isinstance(offsets, list)
+      or len(offsets) != -(-shard.records // every)
+      or not all(isinstance(o, int) and 0 <= o < shard.bytes for o in offsets)
+      or offsets != sorted(set(offsets)) or (offsets and offsets[0] != 0)):
+    raise UserError(f"{path}: the record index of {shard.file} does not fit its "
+                    f"{shard.records} records")
+  return dataclasses.replace(shard, offsets=tuple(offsets))
 
 
 def read_manifest(data_dir_or_pattern: str, required: bool = True) -> Manifest | None:

@@ -1,17 +1,21 @@
 """TFRecords -> shuffled batches with dynamic masking (tf.text), the pretraining input.
 
-Order: list files -> shard per pipeline -> interleaved reads -> shuffle -> repeat -> batch
--> parse and mask the whole batch (once per batch, not per record) -> prefetch.
+Order: blocks of records -> shard per pipeline -> epochs of shuffled windows of blocks,
+started at the resume position by seeking (positioned.py) -> batch -> parse and mask the
+whole batch (once per batch, not per record) -> prefetch.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 import tensorflow_text as tf_text
 
 from electra_tf import features
+from electra_tf.data import positioned, record_index
+from electra_tf.data.manifest import RECORD_INDEX_EVERY
 from electra_tf.data.records import check_first_record, record_counts, resolve_files
 from electra_tf.data.vocab import Vocab
 from electra_tf.errors import UserError
@@ -127,7 +131,7 @@ def make_pretraining_dataset(
     seed: int | None = None, repeat: bool = True,
     input_context: tf.distribute.InputContext | None = None,
     shuffle_buffer_size: int = 10_000, deterministic: bool | None = None,
-    start_batch: int = 0) -> tf.data.Dataset:
+    start_batch: int = 0, block_records: int = RECORD_INDEX_EVERY) -> tf.data.Dataset:
   """The pretraining input: dicts with exactly `features.PRETRAIN_KEYS`.
 
   Args:
@@ -137,21 +141,24 @@ def make_pretraining_dataset(
     max_predictions_per_seq: P.
     mask_prob, mask_token_rate, random_token_rate: see `mask_fn`.
     vocab: the vocab the data was built with.
-    shuffle: shuffle file order and records.
-    seed: makes file order, record order and masking reproducible.
+    shuffle: the shuffled stream of `positioned.py` (training); else the files' records
+      interleaved in order (evaluation).
+    seed: seeds the record order (and, when deterministic, the masking); None draws one.
     repeat: loop forever (training) or stop after one pass (evaluation).
     input_context: from `distribute_datasets_from_function`; each pipeline reads a
-      disjoint part: whole files when there are at least as many files as pipelines,
-      else every n-th record.
-    shuffle_buffer_size: records held for shuffling.
-    deterministic: reproducible element order; defaults to `seed is not None`. When
-      False, reads and masking run in parallel without an order guarantee. When True,
-      the stream is a pure function of (seed, position): epoch e reads the files and
-      shuffles the records with seeds derived from (seed, e), and batch i is masked with
-      a seed derived from (seed, i), so `start_batch` can resume it exactly.
-    start_batch: batches this pipeline already delivered (deterministic only): the
-      stream starts where it stood after them, reading (not parsing) at most one
-      epoch's records to get there.
+      disjoint part: shuffled, every n-th block of `block_records` records; unshuffled,
+      whole files when there are at least as many files as pipelines, else every n-th
+      record.
+    shuffle_buffer_size: records shuffled together (rounded to whole blocks).
+    deterministic: reproducible masking; defaults to `seed is not None`. The records and
+      their order are a pure function of (seed, position) in both modes; when True batch i
+      is also masked with a seed derived from (seed, i), else with a random one.
+    start_batch: batches this pipeline already delivered: the stream starts where it
+      stood after them, in both modes. Shuffled, by seeking: at most one window of blocks
+      is read before the first record delivered, wherever it is. Unshuffled (evaluation),
+      by reading (not parsing) the records of the pass before it.
+    block_records: K, records per block (a multiple of the manifest's index interval
+      uses its index; other values scan the files' record headers once).
 
   Returns:
     A dataset of dicts: input_ids, input_mask, segment_ids, masked_input_ids int32 [B, L];
@@ -161,110 +168,71 @@ def make_pretraining_dataset(
   if tf.executing_eagerly():
     check_first_record(files, max_seq_length)
   deterministic = seed is not None if deterministic is None else deterministic
+  if start_batch and seed is None:
+    raise ValueError("start_batch needs the seed the stream began with")
+  seed = random.randrange(2**31) if seed is None else seed
   pipelines = input_context.num_input_pipelines if input_context else 1
   pipeline_id = input_context.input_pipeline_id if input_context else 0
-  by_file = pipelines > 1 and len(files) >= pipelines
-  by_record = pipelines > 1 and not by_file
-  local_seed = None if seed is None else seed + pipeline_id  # pipelines must not mask alike
+  local_seed = seed + pipeline_id  # pipelines must not mask alike
   masker = mask_fn(vocab, max_predictions_per_seq, mask_prob, mask_token_rate,
                    random_token_rate, seed=local_seed if deterministic else None)
-  if deterministic:
-    return _positioned_dataset(
-        files, masker, batch_size=batch_size, max_seq_length=max_seq_length, shuffle=shuffle,
-        seed=local_seed or 0, repeat=repeat, pipelines=pipelines, pipeline_id=pipeline_id,
-        by_record=by_record, shuffle_buffer_size=shuffle_buffer_size, start_batch=start_batch)
-  if start_batch:
-    raise ValueError("start_batch needs deterministic=True")
-
-  dataset = tf.data.Dataset.from_tensor_slices(files)
-  if by_file:
-    dataset = dataset.shard(pipelines, pipeline_id)
-  if shuffle and not by_record:  # record sharding needs the same file order everywhere
-    dataset = dataset.shuffle(len(files), seed=local_seed, reshuffle_each_iteration=True)
-  dataset = dataset.interleave(
-      tf.data.TFRecordDataset, cycle_length=min(len(files), 16),
-      num_parallel_calls=tf.data.AUTOTUNE,
-      # Record sharding also needs the same record order in every pipeline.
-      deterministic=by_record)
-  if by_record:
-    dataset = dataset.shard(pipelines, pipeline_id)
   if shuffle:
-    dataset = dataset.shuffle(shuffle_buffer_size, seed=local_seed,
-                              reshuffle_each_iteration=True)
-  if repeat:
-    dataset = dataset.repeat()
-  dataset = dataset.batch(batch_size, drop_remainder=True)
-  dataset = dataset.map(parse_fn(max_seq_length), num_parallel_calls=tf.data.AUTOTUNE,
-                        deterministic=False)
-  dataset = dataset.map(masker, num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
-  return dataset.prefetch(tf.data.AUTOTUNE)
-
-
-def _shuffle_seeded_by_tensor(dataset: tf.data.Dataset, buffer_size: int,
-                              seed: tf.Tensor) -> tf.data.Dataset:
-  """`dataset.shuffle` with a tensor seed, whatever the global seed.
-
-  With a global seed of 0 (tf.random.set_seed(0)), TF's seed resolution compares the
-  op seed with 0 in Python, which a symbolic tensor cannot answer; resolving it against
-  no graph seed (TF's fixed default then pairs with the tensor) sidesteps that.
-  """
-  graph = tf.compat.v1.get_default_graph()
-  saved = graph.seed
-  graph.seed = None
-  try:
-    return dataset.shuffle(buffer_size, seed=seed, reshuffle_each_iteration=False)
-  finally:
-    graph.seed = saved
-
-
-def _positioned_dataset(files: list[str], masker, *, batch_size: int, max_seq_length: int,
-                        shuffle: bool, seed: int, repeat: bool, pipelines: int,
-                        pipeline_id: int, by_record: bool, shuffle_buffer_size: int,
-                        start_batch: int) -> tf.data.Dataset:
-  """The deterministic stream of `make_pretraining_dataset`, starting after `start_batch`."""
-  counts = record_counts(files)
-  if pipelines > 1 and not by_record:
-    files, counts = files[pipeline_id::pipelines], counts[pipeline_id::pipelines]
-  total = sum(counts)
-  per_epoch = len(range(pipeline_id, total, pipelines)) if by_record else total
-  if per_epoch < batch_size:
-    raise UserError(f"input pipeline {pipeline_id} gets {per_epoch} records per pass, fewer "
-                    f"than its batch of {batch_size}; build more data or use a smaller batch")
-  first_epoch, offset = divmod(start_batch * batch_size, per_epoch)
-  if not repeat and first_epoch > 0:
-    raise ValueError("start_batch is past the single pass of repeat=False")
-  file_list = tf.constant(files)
-  cycle = min(len(files), 16)
-
-  def epoch_records(epoch: tf.Tensor) -> tf.data.Dataset:
-    names = file_list
-    if shuffle and not by_record:  # record sharding needs the same file order everywhere
-      names = tf.random.experimental.stateless_shuffle(
-          names, seed=tf.stack([tf.constant(seed, tf.int64), epoch]))
-    records = tf.data.Dataset.from_tensor_slices(names).interleave(
-        tf.data.TFRecordDataset, cycle_length=cycle, num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=True)
-    if by_record:
-      records = records.shard(pipelines, pipeline_id)
-    if shuffle:
-      records = _shuffle_seeded_by_tensor(records, shuffle_buffer_size,
-                                          seed * 1_000_003 + epoch)
-    return records
-
-  last = first_epoch + 1 if not repeat else 2**62
-  dataset = tf.data.Dataset.range(first_epoch, last).flat_map(epoch_records).skip(offset)
-  dataset = dataset.batch(batch_size, drop_remainder=True).enumerate(start=start_batch)
+    blocks = record_index.blocks_of(files, block_records).take(
+        slice(pipeline_id, None, pipelines))
+    layout = positioned.Layout(blocks, max(1, round(shuffle_buffer_size / block_records)),
+                               local_seed)
+    _check_epoch(layout.records_per_epoch, batch_size, pipeline_id)
+    records = positioned.records_from(layout, start_batch * batch_size, repeat)
+  else:
+    records = _sequential_records(files, batch_size=batch_size, repeat=repeat,
+                                  pipelines=pipelines, pipeline_id=pipeline_id,
+                                  start_batch=start_batch)
+  dataset = records.batch(batch_size, drop_remainder=True)
   parse = parse_fn(max_seq_length)
+  if not deterministic:
+    # In order, so that the batches of the first n steps are the stream's first n batches.
+    dataset = dataset.map(lambda serialized: masker(parse(serialized)),
+                          num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return dataset.prefetch(tf.data.AUTOTUNE)
 
   def parse_and_mask(index: tf.Tensor, serialized: tf.Tensor) -> dict[str, tf.Tensor]:
     batch_seed = tf.random.stateless_uniform(
-        [2], seed=tf.stack([tf.constant(seed, tf.int64), index]), minval=None, maxval=None,
-        dtype=tf.int64)
+        [2], seed=tf.stack([tf.constant(local_seed, tf.int64), index]), minval=None,
+        maxval=None, dtype=tf.int64)
     return masker(parse(serialized), batch_seed)
 
-  dataset = dataset.map(parse_and_mask, num_parallel_calls=tf.data.AUTOTUNE,
-                        deterministic=True)
+  dataset = dataset.enumerate(start=start_batch).map(
+      parse_and_mask, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
   return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def _check_epoch(per_epoch: int, batch_size: int, pipeline_id: int) -> None:
+  if per_epoch < batch_size:
+    raise UserError(f"input pipeline {pipeline_id} gets {per_epoch} records per pass, fewer "
+                    f"than its batch of {batch_size}; build more data or use a smaller batch")
+
+
+def _sequential_records(files: list[str], *, batch_size: int, repeat: bool, pipelines: int,
+                        pipeline_id: int, start_batch: int) -> tf.data.Dataset:
+  """The unshuffled records: the files interleaved record by record, in order."""
+  by_file = pipelines > 1 and len(files) >= pipelines
+  by_record = pipelines > 1 and not by_file
+  counts = record_counts(files)
+  if by_file:
+    files, counts = files[pipeline_id::pipelines], counts[pipeline_id::pipelines]
+  total = sum(counts)
+  per_epoch = len(range(pipeline_id, total, pipelines)) if by_record else total
+  _check_epoch(per_epoch, batch_size, pipeline_id)
+  passes, offset = divmod(start_batch * batch_size, per_epoch)
+  if not repeat and passes > 0:
+    raise ValueError("start_batch is past the single pass of repeat=False")
+  records = tf.data.Dataset.from_tensor_slices(files).interleave(
+      tf.data.TFRecordDataset, cycle_length=min(len(files), 16),
+      num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+  if by_record:
+    records = records.shard(pipelines, pipeline_id)
+  # Every pass is the same order: skipping within the first one reaches the position.
+  return records.repeat(None if repeat else 1).skip(offset)
 
 
 def distributed_dataset(strategy: tf.distribute.Strategy,
@@ -277,8 +245,8 @@ def distributed_dataset(strategy: tf.distribute.Strategy,
     strategy: the distribution strategy.
     file_pattern_or_list: as for `make_pretraining_dataset`.
     global_batch_size: the batch over all replicas; must divide evenly among them.
-    start_step: train steps already taken (with deterministic=True): each pipeline skips
-      the batches its replicas consumed in them.
+    start_step: train steps already taken: each pipeline starts after the batches its
+      replicas consumed in them.
     max_batches: at most this many global batches (evaluation), or None.
     **kwargs: the other `make_pretraining_dataset` arguments (not batch_size).
   """

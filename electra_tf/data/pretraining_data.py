@@ -22,6 +22,7 @@ import time
 from electra_tf import fileio
 from electra_tf.data import io_utils, shard_writer
 from electra_tf.data.manifest import (
+  RECORD_INDEX_EVERY,
   Manifest,
   ShardInfo,
   check_manifest,
@@ -244,7 +245,7 @@ def build_pretraining_data(input_files: str | list[str], vocab: Vocab | str, out
           fileio.remove(path)  # a unit of blank lines: an empty shard helps no one
           continue
         shards.append(ShardInfo(os.path.basename(path), count["examples"],
-                                fileio.getsize(path)))
+                                fileio.getsize(path), tuple(count["offsets"])))
       manifest = Manifest(
           data_dir=data_dir, documents=sum(c["documents"] for c in counts),
           examples=sum(c["examples"] for c in counts),
@@ -252,7 +253,8 @@ def build_pretraining_data(input_files: str | list[str], vocab: Vocab | str, out
           vocab_size=vocab.size, vocab_file=vocab.path, lower_case=lower_case,
           max_seq_length=max_seq_length, seed=seed, num_workers=num_workers,
           shards=tuple(shards), inputs=inputs,
-          build_seconds=round(time.monotonic() - started, 3))
+          build_seconds=round(time.monotonic() - started, 3),
+          index_every=RECORD_INDEX_EVERY)
       manifest.write()
       return manifest
 

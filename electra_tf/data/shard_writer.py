@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from electra_tf import features
 from electra_tf.data import io_utils
+from electra_tf.data.manifest import RECORD_INDEX_EVERY
 from electra_tf.data.packing import ExampleBuilder
 from electra_tf.data.vocab import load_vocab
 from electra_tf.errors import UserError
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 
 _BATCH_LINES = 2048
 _BATCH_BYTES = 1 << 20
+_FRAMING_BYTES = 16  # a TFRecord: length (8 bytes), its CRC (4), the data, the data's CRC (4)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,6 +148,8 @@ def build_unit(unit: Unit, report: Callable[[tuple[int, int]], None] | None = No
   vocab = tokenizer.vocab
   router = _Router(unit, vocab.cls_id, vocab.sep_id)
   counts = {False: [0, 0], True: [0, 0]}  # held out? -> [examples, tokens]
+  offsets = {False: [], True: []}  # held out? -> byte offsets of records 0, K, 2K, ...
+  written = {False: 0, True: 0}  # held out? -> bytes written
   writers = {False: tf.io.TFRecordWriter(unit.output_path)}
   if router.held_out is not None:
     writers[True] = tf.io.TFRecordWriter(unit.holdout_path)
@@ -163,8 +167,11 @@ def build_unit(unit: Unit, report: Callable[[tuple[int, int]], None] | None = No
           row += 1
         held_out, packed = router.add(sentence)
         for input_ids, segment_ids in packed:
-          writers[held_out].write(
-              _serialize(input_ids, segment_ids, unit.max_seq_length, vocab.pad_id))
+          record = _serialize(input_ids, segment_ids, unit.max_seq_length, vocab.pad_id)
+          writers[held_out].write(record)
+          if counts[held_out][0] % RECORD_INDEX_EVERY == 0:
+            offsets[held_out].append(written[held_out])
+          written[held_out] += len(record) + _FRAMING_BYTES
           counts[held_out][0] += 1
           counts[held_out][1] += len(input_ids)
       report((size, router.documents - documents_before))
@@ -174,5 +181,7 @@ def build_unit(unit: Unit, report: Callable[[tuple[int, int]], None] | None = No
   held = router.held_out
   return {"index": unit.index, "documents": router.train.documents,
           "examples": counts[False][0], "tokens": counts[False][1],
+          "offsets": offsets[False],
           "held_out": {"documents": held.documents if held else 0,
-                       "examples": counts[True][0], "tokens": counts[True][1]}}
+                       "examples": counts[True][0], "tokens": counts[True][1],
+                       "offsets": offsets[True]}}

@@ -74,22 +74,20 @@ def build_model(config: PretrainConfig, strategy, jit_compile: bool = False,
 
 def make_dataset(config: PretrainConfig, data: TrainData, strategy, repeat: bool = True,
                  start_step: int = 0):
-  """Per-replica masked batches, each input pipeline reading its own share of the files.
+  """Per-replica masked batches, each input pipeline reading its own share of the data,
+  starting where `start_step` steps left the stream (pipeline.py, positioned.py).
 
-  Deterministic runs continue the stream exactly where `start_step` left it. Other runs
-  read in parallel without an order guarantee; a resume reshuffles with a seed moved by
-  `start_step`, so it does not replay the examples the run began with.
+  Deterministic runs continue the stream exactly. Other runs read and mask in parallel
+  without an order guarantee inside a window of blocks; a resume skips the windows the
+  run finished and reads the one it was in again from its start.
   """
-  deterministic = config.deterministic
   return pipeline.distributed_dataset(
       strategy, data.files, global_batch_size=config.batch_size,
       max_seq_length=config.max_seq_length,
       max_predictions_per_seq=config.max_predictions_per_seq, mask_prob=config.mask_prob,
       vocab=data.vocab, mask_token_rate=config.mask_token_rate,
-      random_token_rate=config.random_token_rate, shuffle=True,
-      seed=config.seed if deterministic else config.seed + 1_000_003 * start_step,
-      repeat=repeat, deterministic=deterministic,
-      start_step=start_step if deterministic else 0)
+      random_token_rate=config.random_token_rate, shuffle=True, seed=config.seed,
+      repeat=repeat, deterministic=config.deterministic, start_step=start_step)
 
 
 def preflight(config: PretrainConfig, model_dir: str, strategy, vocab,

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf import features
-from electra_tf.data import pipeline, records
+from electra_tf.data import pipeline, record_index, records
 from electra_tf.errors import UserError
 
 L, P = 128, 19  # max_predictions_per_seq for mask_prob 0.15 at 128, as the config derives
@@ -107,18 +107,20 @@ def test_seed_makes_batches_reproducible(squad_data, bert_vocab):
   assert not np.array_equal(first[features.INPUT_IDS], other[features.INPUT_IDS])
 
 
-@pytest.mark.parametrize("by", ["file", "record"])
+@pytest.mark.parametrize("by", ["block", "file", "record"])
 def test_two_input_pipelines_read_disjoint_data(squad_data, bert_vocab, by):
+  """Shuffled: every other block of 512 records; unshuffled (evaluation): by file with 2
+  files, by record with 1."""
   shards = sorted(glob.glob(os.path.join(squad_data, "*.tfrecord")))
-  files = shards if by == "file" else shards[:1]  # 2 files: by file; 1 file: by record
-  data = squad_data if by == "file" else files
+  files = shards[:1] if by == "record" else shards
+  data = files if by == "record" else squad_data
   total = sum(1 for f in files for _ in tf.data.TFRecordDataset(f))
   seen = []
   for pipeline_id in range(2):
     context = tf.distribute.InputContext(num_input_pipelines=2,
                                          input_pipeline_id=pipeline_id, num_replicas_in_sync=2)
     batch = _batches(_dataset(data, bert_vocab, batch_size=4, repeat=False,
-                              input_context=context), 10_000)
+                              input_context=context, shuffle=by == "block"), 10_000)
     seen.append({row.tobytes() for row in batch[features.INPUT_IDS]})
   assert seen[0] and seen[1] and not seen[0] & seen[1]
   assert total - 8 < len(seen[0] | seen[1]) <= total  # drop_remainder loses < a batch each
@@ -190,23 +192,23 @@ def _rows(batches):
   return [row.tobytes() for b in batches for row in b[features.INPUT_IDS]]
 
 
-@pytest.mark.parametrize("by", ["file", "record", None])
-def test_deterministic_stream_resumes_at_any_batch_across_epochs(squad_data, bert_vocab, by):
-  """start_batch=k gives exactly batches k, k+1, ... of the stream from 0, masks included."""
-  shards = sorted(glob.glob(os.path.join(squad_data, "*.tfrecord")))
-  data, context = squad_data, None
-  if by is not None:  # two pipelines, reading whole files or every other record
-    data = shards if by == "file" else shards[:1]
+@pytest.mark.parametrize("pipelines", [1, 2])
+def test_deterministic_stream_resumes_at_any_batch_across_epochs(squad_data, bert_vocab,
+                                                                 pipelines):
+  """start_batch=k gives exactly batches k, k+1, ... of the stream from 0, masks included;
+  with two pipelines each reads every other block of 512 records."""
+  context = None
+  if pipelines > 1:
     context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1,
                                          num_replicas_in_sync=2)
-  counts = records.record_counts(shards)
-  per_epoch = {None: sum(counts), "file": counts[1], "record": len(range(1, counts[0], 2))}[by]
+  shards = sorted(glob.glob(os.path.join(squad_data, "*.tfrecord")))
+  per_epoch = int(record_index.blocks_of(shards).records[(pipelines - 1)::pipelines].sum())
   batch = 32
   epoch_batches = per_epoch // batch
   n = epoch_batches * 2 + 3  # crosses two epoch boundaries
 
   def stream(start, count):
-    dataset = _dataset(data, bert_vocab, batch_size=batch, seed=5, deterministic=True,
+    dataset = _dataset(squad_data, bert_vocab, batch_size=batch, seed=5, deterministic=True,
                        start_batch=start, input_context=context, shuffle_buffer_size=200)
     return [{k: v.numpy() for k, v in b.items()} for b in dataset.take(count)]
 

@@ -98,6 +98,8 @@ def kill_and_resume(tmp_path, shards, extra):
   assert result.returncode == 0, (context, result.stderr[-3000:])
   assert f"resumed from {run}/checkpoints/ckpt-{step} at step {step}" in result.stdout, (
       context, result.stdout[-2000:])
+  # The resumed input stream sought its position through the data's record index.
+  assert "no record index" not in result.stdout + result.stderr, context
 
   assert_same_state(str(reference / "checkpoints" / f"ckpt-{STEPS}"),
                     str(run / "checkpoints" / f"ckpt-{STEPS}"), context)
