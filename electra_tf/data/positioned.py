@@ -54,12 +54,15 @@ class Layout:
     count = len(self.blocks.records)
     return tf.random.experimental.stateless_shuffle(
         tf.range(count, dtype=tf.int64),
-        seed=tf.stack([tf.constant(self.seed, tf.int64), tf.cast(epoch, tf.int64)]))
+        seed=tf.stack([tf.constant(self.seed, tf.int64), tf.cast(epoch, tf.int64)]),
+        alg="philox")
 
   def locate(self, position: int) -> tuple[int, int, int]:
     """(epoch, window within the epoch, records into that window) of record `position`."""
     epoch, rest = divmod(position, self.records_per_epoch)
-    with tf.init_scope():  # eager even when a strategy builds the dataset inside a graph
+    # Eager even when a strategy builds the dataset inside a graph, and on the CPU, where
+    # tf.data computes the same permutation (one algorithm named, not left to the device).
+    with tf.init_scope(), tf.device("/CPU:0"):
       order = self.order(tf.constant(epoch, tf.int64)).numpy()
     starts = np.arange(0, len(order), self.window_blocks)
     ends = np.cumsum(np.add.reduceat(self.blocks.records[order], starts))
@@ -80,8 +83,9 @@ class Layout:
                                 num_parallel_calls=readers, deterministic=True)
     values = records.batch(self.window_blocks * self.blocks.size).get_single_element()
     seed = tf.random.experimental.stateless_fold_in(
-        tf.stack([tf.constant(self.seed, tf.int64), tf.cast(epoch, tf.int64)]), window)
-    return tf.random.experimental.stateless_shuffle(values, seed=seed)
+        tf.stack([tf.constant(self.seed, tf.int64), tf.cast(epoch, tf.int64)]), window,
+        alg="philox")
+    return tf.random.experimental.stateless_shuffle(values, seed=seed, alg="philox")
 
 
 def records_from(layout: Layout, position: int, repeat: bool) -> tf.data.Dataset:

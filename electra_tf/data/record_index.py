@@ -2,8 +2,10 @@
 
 A TFRecord is framed as an 8-byte length, its 4-byte CRC, the data and the data's 4-byte
 CRC, so the offset of every K-th record is known from the lengths alone. The data builder
-writes these offsets into the manifest (`ShardInfo.offsets`); for data built before that,
-or files without a manifest, they are found once per run by walking the record headers.
+writes these offsets into the manifest (`ShardInfo.offsets`). For data built before that,
+or files without a manifest, they are found by reading every shard's record headers,
+whole, each time an input pipeline builds its stream (it prints a note): rebuilding the
+data adds the index.
 """
 
 from __future__ import annotations
@@ -52,9 +54,9 @@ def scan_offsets(path: str, every: int) -> tuple[int, list[int]]:
       records += 1
       position += struct.unpack_from("<Q", chunk, at)[0] + _FRAMING
   if position != size:
-    raise UserError(f"{path} is not a TFRecord file or is truncated (its record lengths "
-                    f"add up to {position} bytes, the file has {size}); rebuild the data "
-                    f"with {_REBUILD}")
+    raise UserError(f"{path} is not a TFRecord file, or is truncated or corrupt (its record "
+                    f"lengths add up to {position} bytes, the file has {size}); rebuild the "
+                    f"data with {_REBUILD}")
   return records, offsets
 
 

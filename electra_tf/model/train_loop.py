@@ -29,8 +29,8 @@ def make_train_function(model):
   """model.train_function for steps_per_execution > 1, tracing model.train_step once; None
   where tf_keras' own applies (one step per execution, eager runs, a cluster coordinator).
 
-  The model's train_step must return {metric.name: metric.result()} for model.metrics (any
-  other structure fails while tracing, naming the mismatch).
+  The model's train_step must return {metric.name: metric.result()} for model.metrics, each
+  a scalar (any other structure fails while tracing, naming the mismatch).
   """
   steps = model._steps_per_execution  # noqa: SLF001
   if (model.run_eagerly or model._cluster_coordinator  # noqa: SLF001
@@ -52,7 +52,8 @@ def make_train_function(model):
                                              reduction=model.distribute_reduction_method)
 
   def train_function(iterator):
-    outputs = {m.name: tf.zeros_like(m.result()) for m in model.metrics}
+    # Scalars of each metric's dtype: reading the metrics here would all-reduce them.
+    outputs = {m.name: tf.zeros([], m.dtype) for m in model.metrics}
     for _ in tf.range(steps):
       outputs = step(iterator)
     return outputs

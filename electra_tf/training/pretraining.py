@@ -75,11 +75,11 @@ def build_model(config: PretrainConfig, strategy, jit_compile: bool = False,
 def make_dataset(config: PretrainConfig, data: TrainData, strategy, repeat: bool = True,
                  start_step: int = 0):
   """Per-replica masked batches, each input pipeline reading its own share of the data,
-  starting where `start_step` steps left the stream (pipeline.py, positioned.py).
+  from where `start_step` steps left the stream (pipeline.py, positioned.py).
 
-  Deterministic runs continue the stream exactly. Other runs read and mask in parallel
-  without an order guarantee inside a window of blocks; a resume skips the windows the
-  run finished and reads the one it was in again from its start.
+  The records come in the seeded stream's order in both modes, so a resume goes on with the
+  examples the run left alone would have read next; only deterministic runs also draw the
+  same masks.
   """
   return pipeline.distributed_dataset(
       strategy, data.files, global_batch_size=config.batch_size,
@@ -228,7 +228,8 @@ def _fit(model, manager, config: PretrainConfig, data: TrainData, strategy, run:
   """Trains from `start` to the last step; returns the logged metric lines."""
   def cleanup(step):
     if not run.is_chief:
-      fileio.rmtree(run.save_dir)
+      with contextlib.suppress(tf.errors.OpError):  # a leftover copy must not stop training
+        fileio.rmtree(run.save_dir)
 
   progress = callbacks.ProgressLogger(
       run.end_step, config.log_steps, config.tokens_per_step, first_step=run.phase_start,

@@ -247,5 +247,5 @@ def test_a_damaged_index_or_file_is_refused(large_data, tmp_path):
     read_manifest(broken)
   text = tmp_path / "text.tfrecord"
   text.write_text("not a record file\n" * 100)
-  with pytest.raises(UserError, match="is not a TFRecord file or is truncated"):
+  with pytest.raises(UserError, match="is not a TFRecord file, or is truncated or corrupt"):
     record_index.scan_offsets(str(text), 16)

@@ -13,7 +13,7 @@ def _eval_lines(output: str) -> list[str]:
   return [line for line in output.splitlines() if line.startswith("eval step ")]
 
 
-def test_held_out_split_curves_and_eval_only_repeats(tmp_path):
+def test_held_out_split_curves_and_eval_only_matches(tmp_path):
   from electra_tf.data import builtin, pretraining_data, vocab
 
   # Data built with a held-out split: --train_data alone evaluates on its held_out/.
