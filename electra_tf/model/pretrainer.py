@@ -226,7 +226,8 @@ class ElectraPretrainer(train_loop.TracedOnce, tf_keras.Model):
   def enter_stage(self, stage: str, step: int) -> None:
     """Switches what the train step trains and makes its optimizer slots; entering the
     discriminator stage at its first step copies the generator's encoder into the
-    discriminator's (equal sizes). Call under no strategy scope, before training."""
+    discriminator's (equal sizes). Call before training, outside any other strategy's
+    scope."""
     if stage == STAGE_DISCRIMINATOR and step == self.config.two_stage_steps:
       for target, value in zip(self.discriminator.encoder.weights, self.generator.encoder.weights,
                                strict=True):
