@@ -232,11 +232,11 @@ class ElectraPretrainer(train_loop.TracedOnce, tf_keras.Model):
       for target, value in zip(self.discriminator.encoder.weights, self.generator.encoder.weights,
                                strict=True):
         target.assign(value)
-    if stage != self.stage:
+    if stage != self.stage:  # compile made the first stage's slots
       self.stage = stage
       self.train_function = None  # retrace: the step's variables and losses change
-    with self.distribute_strategy.scope():  # before the step traces (train_loop.py)
-      train_loop.create_slots(self.optimizer, self.trained_variables())
+      with self.distribute_strategy.scope():  # before the step traces (train_loop.py)
+        train_loop.create_slots(self.optimizer, self.trained_variables())
 
   def compute_gradients(self, features, step):
     """(outputs, losses, gradients of this stage's variables), summed over replicas, unscaled."""
