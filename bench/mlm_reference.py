@@ -1,4 +1,4 @@
-r"""Our MLM network against Model Garden's BERT, trained side by side in one loop on the study's data.
+r"""Our MLM network beside Model Garden's BERT, trained by one loop on the ablation study's data.
 
   python bench/mlm_reference.py --steps=1500                 # Model Garden's network
   python bench/mlm_reference.py --steps=1500 --network=ours  # electra_tf's Generator
