@@ -16,9 +16,14 @@ full step and the model FLOPs per second it reaches:
 Then it traces `--trace_steps` full steps with the TF profiler and sums the host time of each
 op type (MatMul, _FusedMatMul, Softmax, ...). Op times on different threads overlap, so the
 shares are of summed op time, not of wall time. Under XLA the ops are fused into clusters
-and the breakdown shows the clusters instead. Last, the matmul-like ops (einsums and matmuls)
-are summed by their place in the model, forward and backward apart, with layer numbers
-folded ("bwd discriminator/encoder/layer_*/intermediate").
+and the breakdown shows the clusters instead. The matmul-like ops (einsums and matmuls) are
+then summed by their place in the model, forward and backward apart, with layer numbers
+folded ("bwd discriminator/encoder/layer_*/intermediate"), and every op by its class
+(OP_CLASSES: matrix products, bias adds, optimizer, sampling, losses, attention softmax,
+LayerNorm, dropout, activations, casts, gathers/scatters, transposes, everything else;
+`--show_other=N` lists the biggest of the last). Last, the step beside its matrix products
+timed alone at the same shapes (matmul_ceiling.py): the difference is the step's non-matmul
+time.
 """
 
 from __future__ import annotations
@@ -70,11 +75,57 @@ def matmul_site(scope: str) -> str:
   return ("bwd " if backward else "fwd ") + scope
 
 
-def op_breakdown(trace_dir: str, top: int, group=None) -> list[tuple[str, float, int]]:
+# Op classes of the breakdown, in the order they are tested: the first match wins.
+OP_CLASSES = ("matrix products", "bias adds", "optimizer", "sampling", "losses",
+              "attention softmax", "LayerNorm", "dropout", "activations", "casts",
+              "gathers/scatters", "transposes", "everything else")
+_BIAS_SCOPE = re.compile(r"/(query|key|value|attention_output|intermediate|output|dense|"
+                         r"dense_prediction|embeddings_project|generator_predictions)/(add|biasadd)")
+
+
+def op_class(scope: str, op_type: str) -> str:
+  """The class of a traced op from its name scope and type (see OP_CLASSES).
+
+  A product's own op is a matrix product; a bias or activation fused into it (oneDNN's
+  _FusedMatMul) is counted with it, as matmul_ceiling.py's products include no epilogue.
+  """
+  lower = scope.lower()
+  if "matmul" in op_type.lower() or "einsum" in op_type.lower():
+    return "matrix products"
+  if any(k in lower for k in ("adamweightdecay", "/adam", "lamb", "apply_gradients",
+                              "clip_by_global_norm", "optimizer")) or op_type in (
+                                  "AssignSubVariableOp", "AssignVariableOp", "L2Loss"):
+    return "optimizer"
+  if "sample_from_logits" in lower or "position_uniforms" in lower:
+    return "sampling"
+  if "cross_entropy" in lower or "logistic_loss" in lower:
+    return "losses"
+  if op_type in ("BiasAdd", "BiasAddGrad") or _BIAS_SCOPE.search(lower):
+    return "bias adds"
+  if "softmax" in op_type.lower() or "softmax" in lower:
+    return "attention softmax"
+  if "layer_norm" in lower or "layernorm" in lower:
+    return "LayerNorm"
+  if "dropout" in lower:
+    return "dropout"
+  if "gelu" in lower or op_type in ("Erf", "Erfc"):
+    return "activations"
+  if op_type == "Cast":
+    return "casts"
+  if any(k in op_type for k in ("Gather", "Scatter", "OneHot", "SegmentSum")):
+    return "gathers/scatters"
+  if "Transpose" in op_type:
+    return "transposes"
+  return "everything else"
+
+
+def op_breakdown(trace_dir: str, top: int, group=None,
+                 classify=None) -> list[tuple[str, float, int]]:
   """(op type, seconds, count) summed over the host plane's TF op events, biggest first.
 
   With `group` (a function of the op's scope), only matmul-like ops are counted, keyed by
-  group(scope) instead of the op type.
+  group(scope) instead of the op type. With `classify` (a function of scope and type), every
+  op is counted under classify(scope, type).
   """
   from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
@@ -99,7 +150,9 @@ def op_breakdown(trace_dir: str, top: int, group=None) -> list[tuple[str, float,
           if ":" not in name or "::" in name:
             continue
           scope, op_type = name.rsplit(":", 1)
-          if group is not None:
+          if classify is not None:
+            op_type = classify(scope, op_type)
+          elif group is not None:
             if "Einsum" not in op_type and "MatMul" not in op_type:
               continue
             op_type = group(scope)
@@ -118,6 +171,10 @@ def main():
   parser.add_argument("--reps", type=int, default=7)
   parser.add_argument("--trace_steps", type=int, default=3)
   parser.add_argument("--top", type=int, default=15)
+  parser.add_argument("--matmul_reps", type=int, default=15,
+                      help="reps of each product timed alone (matmul_ceiling.py); 0 skips")
+  parser.add_argument("--show_other", type=int, default=0,
+                      help="list this many of the biggest ops classed as everything else")
   args = parser.parse_args()
 
   import tensorflow as tf
@@ -189,7 +246,35 @@ def main():
   print(f"{'place':64} {'ms/step':>9} {'share':>7}")
   for name, seconds, _ in sites:
     print(f"{name[:64]:64} {seconds / args.trace_steps * 1e3:9.1f} {seconds / total:7.1%}")
+  classes = dict((n, sec) for n, sec, _ in op_breakdown(trace_dir, 100, classify=op_class))
+  print("\nop time by class (share of all op time)")
+  print(f"{'class':20} {'ms/step':>9} {'share':>7}")
+  for name in OP_CLASSES:
+    seconds = classes.get(name, 0.0)
+    print(f"{name:20} {seconds / args.trace_steps * 1e3:9.1f} {seconds / total:7.1%}")
+  if args.show_other:
+    def other(scope, op_type):
+      return f"{scope}:{op_type}" if op_class(scope, op_type) == "everything else" else None
+    rows_other = [r for r in op_breakdown(trace_dir, args.show_other + 1, classify=other)
+                  if r[0] is not None][:args.show_other]
+    for name, seconds, _ in rows_other:
+      print(f"  {seconds / args.trace_steps * 1e3:7.2f} ms  {name[-110:]}")
+  matmul_ms = None
+  if args.matmul_reps:
+    from matmul_ceiling import products, time_product
+
+    dtype = tf.bfloat16 if args.precision == "bfloat16" else tf.float32
+    matmul_ms = 1e3 * sum(count * time_product(batch, m, k, n, dtype, args.matmul_reps)
+                          for _, count, batch, m, k, n in products(config, config.batch_size))
+    step_ms = full * 1e3
+    print(f"\nstep {step_ms:,.1f} ms; its matrix products timed alone (matmul_ceiling.py) "
+          f"{matmul_ms:,.1f} ms; non-matmul time {step_ms - matmul_ms:,.1f} ms "
+          f"({(step_ms - matmul_ms) / step_ms:.0%} of the step)")
   print(json.dumps({"preset": args.preset, "precision": args.precision, "xla": args.xla,
+                    "step_ms": round(full * 1e3, 1),
+                    "matmul_only_ms": None if matmul_ms is None else round(matmul_ms, 1),
+                    "classes_ms_per_step": {n: round(classes.get(n, 0.0) / args.trace_steps
+                                                     * 1e3, 2) for n in OP_CLASSES},
                     "batch_size": config.batch_size, "tokens_per_s": round(tokens / full, 1),
                     "phases_ms": {n: round(s * 1e3, 1) for n, s in rows},
                     "ops_ms_per_step": {n: round(s / args.trace_steps * 1e3, 2)

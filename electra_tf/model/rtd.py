@@ -65,6 +65,12 @@ def sample_from_logits(logits: tf.Tensor, uniforms: tf.Tensor, temperature: floa
   Returns:
     int32 [B, P] sampled ids.
   """
+  with tf.name_scope("sample_from_logits"):  # a class of its own in bench/profile_step.py
+    return _sample_from_logits(logits, uniforms, temperature, disallow_ids, block_size)
+
+
+def _sample_from_logits(logits: tf.Tensor, uniforms: tf.Tensor, temperature: float = 1.0,
+                       disallow_ids: tf.Tensor | None = None, block_size: int = 128) -> tf.Tensor:
   logits = tf.cast(logits, tf.float32)
   if temperature != 1.0:
     logits = logits / temperature
@@ -162,7 +168,6 @@ def mlm_loss_terms(logits: tf.Tensor, target_ids: tf.Tensor,
   return tf.reduce_sum(ce * weights), tf.reduce_sum(weights)
 
 
-@tf.custom_gradient
 def sparse_cross_entropy(logits: tf.Tensor, labels: tf.Tensor):
   """-log softmax(logits)[label] along the last axis, as tf.nn.sparse_softmax_cross_entropy.
 
@@ -179,6 +184,12 @@ def sparse_cross_entropy(logits: tf.Tensor, labels: tf.Tensor):
   Returns:
     float [...] cross-entropies.
   """
+  with tf.name_scope("sparse_cross_entropy"):  # a class of its own in bench/profile_step.py
+    return _sparse_cross_entropy(logits, labels)
+
+
+@tf.custom_gradient
+def _sparse_cross_entropy(logits: tf.Tensor, labels: tf.Tensor):
   vocab_size = tf.shape(logits)[-1]
   flat = tf.reshape(logits, [-1, vocab_size])
   flat_labels = tf.reshape(tf.cast(labels, tf.int32), [-1])
