@@ -110,8 +110,13 @@ def main() -> None:
   optimizer = create_optimizer("adamw", Schedule(), weight_decay=config.weight_decay,
                                epsilon=config.epsilon, bias_correction=True)
   iterator = iter(dataset)
-  logits_of(next(iterator), False)  # build
-  variables = None
+  logits_of(next(iterator), False)  # build the variables
+  if args.network == "ours":
+    variables = network.trainable_variables
+  else:  # the table appears in both: keep one copy (the pooler gets no gradient)
+    unique = {v.ref(): v for v in encoder.trainable_variables + head.trainable_variables
+              if "pooler" not in v.name}
+    variables = list(unique.values())
 
   @tf.function
   def train_step(features):
@@ -129,12 +134,6 @@ def main() -> None:
     optimizer.apply_gradients(zip(grads, variables))
     return loss, accuracy
 
-  if args.network == "ours":
-    variables = network.trainable_variables
-  else:  # the table appears in both: keep one copy (the pooler gets no gradient)
-    unique = {v.ref(): v for v in encoder.trainable_variables + head.trainable_variables
-              if "pooler" not in v.name}
-    variables = list(unique.values())
   print(f"{args.network}: {args.steps} steps, batch {config.batch_size} x "
         f"{config.max_seq_length}, peak LR {args.learning_rate}, seed {args.seed}")
   losses, accuracies, start = [], [], time.time()
