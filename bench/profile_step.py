@@ -15,12 +15,13 @@ full step and the model FLOPs per second it reaches:
 
 Then it traces `--trace_steps` full steps with the TF profiler and sums the host time of each
 op type (MatMul, _FusedMatMul, Softmax, ...). Op times on different threads overlap, so the
-shares are of summed op time, not of wall time. Under XLA the ops are fused into clusters
-and the breakdown shows the clusters instead. The matmul-like ops (einsums and matmuls) are
-then summed by their place in the model, forward and backward apart, with layer numbers
-folded ("bwd discriminator/encoder/layer_*/intermediate"), and every op by its class
-(OP_CLASSES: matrix products, bias adds, optimizer, sampling, losses, attention softmax,
-LayerNorm, dropout, activations, casts, gathers/scatters, transposes, everything else;
+shares are of summed op time, not of wall time (`--inter_op_threads=1` runs one op at a time,
+so they add up; the XLA-compiled GELU and dropout kernels are not traced as ops). Under XLA the
+ops are fused into clusters and the breakdown shows the clusters instead. The matmul-like ops
+(einsums and matmuls) are then summed by their place in the model, forward and backward apart,
+with layer numbers folded ("bwd discriminator/encoder/layer_*/intermediate"), and every op by
+its class (OP_CLASSES: matrix products, bias adds, optimizer, sampling, losses, attention
+softmax, LayerNorm, dropout, activations, casts, gathers/scatters, transposes, everything else;
 `--show_other=N` lists the biggest of the last). Last, the step beside its matrix products
 timed alone at the same shapes (matmul_ceiling.py): the difference is the step's non-matmul
 time.
@@ -175,9 +176,16 @@ def main():
                       help="reps of each product timed alone (matmul_ceiling.py); 0 skips")
   parser.add_argument("--show_other", type=int, default=0,
                       help="list this many of the biggest ops classed as everything else")
+  parser.add_argument("--inter_op_threads", type=int, default=0,
+                      help="TensorFlow's inter-op threads (0: its default). 1 runs one op at a "
+                           "time, so the summed op times add up to the step's time instead of "
+                           "overlapping")
   args = parser.parse_args()
 
   import tensorflow as tf
+
+  if args.inter_op_threads:
+    tf.config.threading.set_inter_op_parallelism_threads(args.inter_op_threads)
   from pretrain_step import synthetic_batch
 
   from electra_tf import presets
