@@ -51,8 +51,11 @@ def products(config, batch_size: int) -> list[tuple[str, int, int, int, int, int
   return rows
 
 
-def time_product(batch: int, m: int, k: int, n: int, dtype, reps: int, chain: int = 8) -> float:
+def time_product(batch: int, m: int, k: int, n: int, dtype, reps: int, chain: int = 8,
+                 jit_compile: bool = False) -> float:
   """Median seconds of the forward product and its two gradient products, run together.
+
+  `jit_compile`: each chain is one XLA-compiled function (XLA's own dot emitter).
 
   Each timed call runs `chain` copies of a product one after the other (control
   dependencies, distinct inputs so none is folded away), so that the per-call overhead of
@@ -73,7 +76,7 @@ def time_product(batch: int, m: int, k: int, n: int, dtype, reps: int, chain: in
         with tf.control_dependencies(outs[-1:]):
           outs.append(product(i))
       return outs  # all returned: products used only as control inputs would be pruned
-    return tf.function(run)
+    return tf.function(run, jit_compile=jit_compile)
 
   calls = [chained(lambda i: tf.matmul(xs[i], ws[i])),
            chained(lambda i: tf.matmul(dys[i], ws[i], transpose_b=True)),
