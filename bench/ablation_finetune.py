@@ -246,3 +246,45 @@ def mean_and_stderr(values: list[float]) -> tuple[float, float]:
     return mean, float("nan")
   var = sum((v - mean) ** 2 for v in values) / (n - 1)
   return mean, math.sqrt(var / n)
+
+
+def main() -> None:
+  """Fine-tunes given checkpoints with the ablation study's recipe (its miniature sizes,
+  tasks, epochs and seeds) and prints each task's mean and standard error."""
+  import argparse  # noqa: PLC0415
+  import sys  # noqa: PLC0415
+
+  here = os.path.dirname(os.path.abspath(__file__))
+  sys.path[:0] = [os.path.dirname(here), here]
+  import ablation  # noqa: PLC0415
+
+  from electra_tf.data.vocab import load_vocab  # noqa: PLC0415
+
+  parser = argparse.ArgumentParser(description=main.__doc__.split("\n\n")[0])
+  parser.add_argument("--encoders", required=True,
+                      help="comma-separated name=checkpoint pairs (any checkpoint the convert "
+                           "command reads); name=random for a random initialisation")
+  parser.add_argument("--results_dir", required=True,
+                      help="one <task>.jsonl per task; finished (encoder, seed) runs are kept "
+                           "and not rerun")
+  parser.add_argument("--vocab", default=os.path.join(here, "results", "ablation", "vocab.txt"))
+  parser.add_argument("--seeds", default="0,1,2")
+  args = parser.parse_args()
+  encoders = {}
+  for item in args.encoders.split(","):
+    name, _, path = item.partition("=")
+    if not name or not path:
+      raise SystemExit(f"error: --encoders item {item!r} is not name=checkpoint")
+    encoders[name] = None if path == "random" else os.path.expanduser(path)
+  vocab_size = load_vocab(args.vocab).size
+  config = ablation.base_config(False, vocab_size).model
+  scores = finetune_all(config, args.vocab, encoders, [int(s) for s in args.seeds.split(",")],
+                        args.results_dir)
+  for task, rows in scores.items():
+    for name, values in rows.items():
+      mean, se = mean_and_stderr(values)
+      print(f"{task} {name}: {100 * mean:.2f} ± {100 * se:.2f} ({len(values)} seeds)")
+
+
+if __name__ == "__main__":
+  main()
