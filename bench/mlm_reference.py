@@ -37,6 +37,9 @@ def main() -> None:
   parser.add_argument("--steps", type=int, default=1500)
   parser.add_argument("--learning_rate", type=float, default=1e-3)
   parser.add_argument("--seed", type=int, default=0)
+  parser.add_argument("--norm_first", action="store_true",
+                      help="Model Garden's network with pre-LayerNorm blocks (not ELECTRA's "
+                           "post-LayerNorm): whether the plateau belongs to post-LN")
   parser.add_argument("--vocab", default=os.path.join(HERE, "results", "ablation", "vocab.txt"))
   parser.add_argument("--data_dir", default="~/.cache/electra_tf/ablation/data")
   args = parser.parse_args()
@@ -84,7 +87,8 @@ def main() -> None:
         type_vocab_size=model_config.type_vocab_size,
         inner_activation=lambda x: tf.nn.gelu(x, approximate=False),
         output_dropout=model_config.dropout_rate,
-        attention_dropout=model_config.attention_dropout_rate, initializer=init)
+        attention_dropout=model_config.attention_dropout_rate, initializer=init,
+        norm_first=args.norm_first)
     encoder({"input_word_ids": tf.zeros([1, 8], tf.int32),
              "input_mask": tf.ones([1, 8], tf.int32),
              "input_type_ids": tf.zeros([1, 8], tf.int32)})
