@@ -16,8 +16,9 @@ full step and the model FLOPs per second it reaches:
 Then it traces `--trace_steps` full steps with the TF profiler and sums the host time of each
 op type (MatMul, _FusedMatMul, Softmax, ...). Op times on different threads overlap, so the
 shares are of summed op time, not of wall time (`--inter_op_threads=1` runs one op at a time,
-so they add up; the XLA-compiled GELU and dropout kernels are not traced as ops). Under XLA the
-ops are fused into clusters and the breakdown shows the clusters instead. The matmul-like ops
+so they add up; the XLA-compiled GELU and dropout kernels are not traced as ops). Under `--xla`
+the whole step is XLA's code, which the profiler does not break down by op (the tables stay
+near empty); its products timed alone are then XLA-compiled too. The matmul-like ops
 (einsums and matmuls) are then summed by their place in the model, forward and backward apart,
 with layer numbers folded ("bwd discriminator/encoder/layer_*/intermediate"), and every op by
 its class (OP_CLASSES: matrix products, bias adds, optimizer, sampling, losses, attention
