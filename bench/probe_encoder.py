@@ -93,6 +93,11 @@ def features_of(encoder, data: dict, batch: int = 512) -> np.ndarray:
   return np.concatenate(out)
 
 
+def spread(vectors: np.ndarray) -> float:
+  """How much [N, H] vectors differ between examples: mean per-dimension std / RMS."""
+  return float(vectors.std(axis=0).mean() / np.sqrt((vectors ** 2).mean()))
+
+
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("--encoders", required=True,
@@ -145,6 +150,9 @@ def main() -> None:
       probe = LogisticRegression(max_iter=2000).fit(train_x[:, i], train[LABEL])
       scores.append(f"{name} {probe.score(dev_x[:, i], dev[LABEL]):.3f}")
     print(f"linear probes on frozen features, {args.task} dev accuracy: " + ", ".join(scores))
+    print("spread across dev sentences (per-dimension std over RMS; 0: the same vector for "
+          "every sentence): " + ", ".join(f"{name} {spread(dev_x[:, i]):.3f}"
+                                          for i, name in enumerate(names)))
 
 
 if __name__ == "__main__":
