@@ -92,7 +92,10 @@ flags.DEFINE_integer("checkpoint_steps", None, "Save a checkpoint every N steps.
 flags.DEFINE_integer("keep_checkpoints", None, "Checkpoints kept.")
 flags.DEFINE_integer("log_steps", None, "Print and log to TensorBoard every N steps.")
 flags.DEFINE_integer("steps_per_execution", None, "Train steps per tf.function call.")
-flags.DEFINE_bool("jit_compile", False, "Compile the train step with XLA (one device).")
+flags.DEFINE_bool("jit_compile", False,
+                  "Compile the train step with XLA (one device). On CPUs it is slower: XLA's "
+                  "matrix products are slower than the oneDNN kernels TensorFlow calls "
+                  "(docs/benchmarks.md).")
 flags.DEFINE_bool("fused_kernels", True,
                   "Without --jit_compile, run GELU and dropout in the training step as "
                   "XLA-fused kernels (dropout masks then come from SplitMix64 instead of "
