@@ -3,16 +3,16 @@ r"""Our MLM network beside Model Garden's BERT, trained by one loop on the ablat
   python bench/mlm_reference.py --steps=1500                 # Model Garden's network
   python bench/mlm_reference.py --steps=1500 --network=ours  # electra_tf's Generator
 
-Both networks are the ablation study's miniature (128 wide, 2 layers, 2 heads, embeddings
-64 wide, vocab learned from the built-in corpus, exact GELU, dropout 0.1) trained as a
-masked LM on the same input stream (bench/ablation.py's data and masking, batch 32 x 128)
-by the same plain loop: one tf.function step, electra_tf's AdamW with bias correction,
-weight decay 0.01, global-norm clipping at 1.0, and a linear warmup (10%) then linear
-decay to 0. The reference is `official.nlp.modeling.networks.BertEncoderV2` with
-`layers.MaskedLM` tied to its word embeddings. What differs is only the network's code,
-so the loss curves say whether ours learns as a reference BERT does at this scale, and
-the attention printed at the end (bench/probe_encoder.py's statistics on TREC questions)
-says whether either has learned to look at neighbouring tokens.
+Both networks are the ablation study's miniature (128 wide, 2 layers, 2 heads, embeddings 64
+wide, vocab learned from the built-in corpus, exact GELU, dropout 0.1) trained as a masked LM
+on the same input stream (bench/ablation.py's data and masking, batch 32 x 128 unless
+--batch_size says otherwise) by the same plain loop: one tf.function step, electra_tf's AdamW
+with bias correction, weight decay 0.01, global-norm clipping at 1.0, and a linear warmup (10%)
+then linear decay to 0. The reference is `official.nlp.modeling.networks.BertEncoderV2` with
+`layers.MaskedLM` tied to its word embeddings. What differs is only the network's code, so the
+loss curves say whether ours learns as a reference BERT does at this scale, and the attention
+printed at the end (bench/probe_encoder.py's statistics on TREC questions) says whether either
+has learned to look at neighbouring tokens.
 
 Needs the study's data: run `python bench/ablation.py --study=objectives` (or --quick) once,
 or point --data_dir/--vocab elsewhere.
@@ -37,6 +37,7 @@ def main() -> None:
   parser.add_argument("--steps", type=int, default=1500)
   parser.add_argument("--learning_rate", type=float, default=1e-3)
   parser.add_argument("--seed", type=int, default=0)
+  parser.add_argument("--batch_size", type=int, default=32)
   parser.add_argument("--norm_first", action="store_true",
                       help="Model Garden's network with pre-LayerNorm blocks (not ELECTRA's "
                            "post-LayerNorm): whether the plateau belongs to post-LN")
@@ -61,7 +62,8 @@ def main() -> None:
   from electra_tf.training.optimizer import create_optimizer  # noqa: PLC0415
 
   vocab = load_vocab(args.vocab)
-  config = ablation.base_config(False, vocab.size).replace(learning_rate=args.learning_rate)
+  config = ablation.base_config(False, vocab.size).replace(learning_rate=args.learning_rate,
+                                                           batch_size=args.batch_size)
   config = ablation._with_steps(config, args.steps)  # noqa: SLF001
   manifest = manifest_lib.read_manifest(os.path.expanduser(args.data_dir))
   data = pretraining.TrainData(manifest.shard_paths, vocab, manifest.examples, manifest.tokens)
