@@ -121,20 +121,12 @@ def op_class(scope: str, op_type: str) -> str:
   return "everything else"
 
 
-def op_breakdown(trace_dir: str, top: int, group=None,
-                 classify=None) -> list[tuple[str, float, int]]:
-  """(op type, seconds, count) summed over the host plane's TF op events, biggest first.
-
-  With `group` (a function of the op's scope), only matmul-like ops are counted, keyed by
-  group(scope) instead of the op type. With `classify` (a function of scope and type), every
-  op is counted under classify(scope, type).
-  """
+def op_events(trace_dir: str) -> list[tuple[str, str, float]]:
+  """(scope, op type, seconds) of every TF op event on the host plane of the trace."""
   from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
-  paths = glob.glob(os.path.join(trace_dir, "**", "*.xplane.pb"), recursive=True)
-  totals: dict[str, float] = collections.defaultdict(float)
-  counts: dict[str, int] = collections.defaultdict(int)
-  for path in paths:
+  events = []
+  for path in glob.glob(os.path.join(trace_dir, "**", "*.xplane.pb"), recursive=True):
     space = xplane_pb2.XSpace()
     with open(path, "rb") as f:
       space.ParseFromString(f.read())
@@ -152,14 +144,29 @@ def op_breakdown(trace_dir: str, top: int, group=None,
           if ":" not in name or "::" in name:
             continue
           scope, op_type = name.rsplit(":", 1)
-          if classify is not None:
-            op_type = classify(scope, op_type)
-          elif group is not None:
-            if "Einsum" not in op_type and "MatMul" not in op_type:
-              continue
-            op_type = group(scope)
-          totals[op_type] += event.duration_ps / 1e12
-          counts[op_type] += 1
+          events.append((scope, op_type, event.duration_ps / 1e12))
+  return events
+
+
+def op_breakdown(events: list[tuple[str, str, float]], top: int, group=None,
+                 classify=None) -> list[tuple[str, float, int]]:
+  """(op type, seconds, count) summed over `events` (from op_events), biggest first.
+
+  With `group` (a function of the op's scope), only matmul-like ops are counted, keyed by
+  group(scope) instead of the op type. With `classify` (a function of scope and type), every
+  op is counted under classify(scope, type).
+  """
+  totals: dict[str, float] = collections.defaultdict(float)
+  counts: dict[str, int] = collections.defaultdict(int)
+  for scope, op_type, seconds in events:
+    if classify is not None:
+      op_type = classify(scope, op_type)
+    elif group is not None:
+      if "Einsum" not in op_type and "MatMul" not in op_type:
+        continue
+      op_type = group(scope)
+    totals[op_type] += seconds
+    counts[op_type] += 1
   ranked = sorted(totals.items(), key=lambda kv: -kv[1])[:top]
   return [(k, v, counts[k]) for k, v in ranked]
 
@@ -243,29 +250,29 @@ def main():
   for _ in range(args.trace_steps):
     _block(train())
   tf.profiler.experimental.stop()
-  ops = op_breakdown(trace_dir, args.top)
-  total = sum(s for _, s, _ in op_breakdown(trace_dir, 10_000)) or 1.0
+  events = op_events(trace_dir)  # the trace is parsed once for every table below
+  ops = op_breakdown(events, args.top)
+  total = sum(seconds for _, _, seconds in events) or 1.0
   print(f"\nop time by type over {args.trace_steps} traced steps (summed over threads)")
   print(f"{'op type':32} {'ms/step':>9} {'share':>7} {'calls/step':>10}")
   for name, seconds, count in ops:
     print(f"{name:32} {seconds / args.trace_steps * 1e3:9.1f} {seconds / total:7.1%} "
           f"{count / args.trace_steps:10.0f}")
-  sites = op_breakdown(trace_dir, args.top, group=matmul_site)
+  sites = op_breakdown(events, args.top, group=matmul_site)
   print("\nmatmul time by place in the model, layers folded (share of all op time)")
   print(f"{'place':64} {'ms/step':>9} {'share':>7}")
   for name, seconds, _ in sites:
     print(f"{name[:64]:64} {seconds / args.trace_steps * 1e3:9.1f} {seconds / total:7.1%}")
-  classes = dict((n, sec) for n, sec, _ in op_breakdown(trace_dir, 100, classify=op_class))
+  classes = {n: sec for n, sec, _ in op_breakdown(events, len(OP_CLASSES), classify=op_class)}
   print("\nop time by class (share of all op time)")
   print(f"{'class':20} {'ms/step':>9} {'share':>7}")
   for name in OP_CLASSES:
     seconds = classes.get(name, 0.0)
     print(f"{name:20} {seconds / args.trace_steps * 1e3:9.1f} {seconds / total:7.1%}")
   if args.show_other:
-    def other(scope, op_type):
-      return f"{scope}:{op_type}" if op_class(scope, op_type) == "everything else" else None
-    rows_other = [r for r in op_breakdown(trace_dir, args.show_other + 1, classify=other)
-                  if r[0] is not None][:args.show_other]
+    unclassed = [e for e in events if op_class(e[0], e[1]) == "everything else"]
+    rows_other = op_breakdown(unclassed, args.show_other,
+                              classify=lambda scope, op_type: f"{scope}:{op_type}")
     for name, seconds, _ in rows_other:
       print(f"  {seconds / args.trace_steps * 1e3:7.2f} ms  {name[-110:]}")
   matmul_ms = None
