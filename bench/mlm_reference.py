@@ -2,6 +2,7 @@ r"""Our MLM network beside Model Garden's BERT, trained by one loop on the ablat
 
   python bench/mlm_reference.py --steps=1500                 # Model Garden's network
   python bench/mlm_reference.py --steps=1500 --network=ours  # electra_tf's Generator
+  python bench/mlm_reference.py --data=chain --network=ours  # a task only word order solves
 
 Both networks are the ablation study's miniature (128 wide, 2 layers, 2 heads, embeddings 64
 wide, vocab learned from the built-in corpus, exact GELU, dropout 0.1) trained as a masked LM
@@ -14,6 +15,11 @@ loss curves say whether ours learns as a reference BERT does at this scale, and 
 printed at the end (bench/probe_encoder.py's statistics on TREC questions) says whether either
 has learned to look at neighbouring tokens.
 
+--data=chain swaps the text for synthetic sequences that only attention to neighbours can
+predict (see chain_dataset), to measure how many steps a configuration needs before it
+learns word order at all; --config_overrides changes the miniature as pretrain.py's flag
+does (sequence length, batch, widths, epsilon); --optimizer=keras_adam rules out ours.
+
 Needs the study's data: run `python bench/ablation.py --study=objectives` (or --quick) once,
 or point --data_dir/--vocab elsewhere.
 """
@@ -21,6 +27,7 @@ or point --data_dir/--vocab elsewhere.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -41,6 +48,22 @@ def main() -> None:
   parser.add_argument("--norm_first", action="store_true",
                       help="Model Garden's network with pre-LayerNorm blocks (not ELECTRA's "
                            "post-LayerNorm): whether the plateau belongs to post-LN")
+  parser.add_argument("--data", choices=("study", "chain"), default="study",
+                      help="study: the ablation study's text; chain: synthetic sequences "
+                           "in which each token fixes the next (a random successor table "
+                           "over the vocabulary), so a masked token is given by its "
+                           "neighbours and by nothing a bag of words knows")
+  parser.add_argument("--config_overrides", default=None,
+                      help="JSON, as pretrain.py's (for example '{\"model.embedding_size\": "
+                           "128}': no projection between embeddings and blocks); "
+                           "max_seq_length must match --data_dir's data")
+  parser.add_argument("--chain_tokens", type=int, default=256,
+                      help="--data=chain: how many ids the cycle runs through (a sequence "
+                           "of 126 then holds most of them, so which ids it holds says "
+                           "little about where each goes)")
+  parser.add_argument("--optimizer", choices=("ours", "keras_adam"), default="ours",
+                      help="ours: electra_tf's AdamW; keras_adam: tf_keras's Adam (no "
+                           "weight decay), to rule the optimizer out")
   parser.add_argument("--vocab", default=os.path.join(HERE, "results", "ablation", "vocab.txt"))
   parser.add_argument("--data_dir", default="~/.cache/electra_tf/ablation/data")
   args = parser.parse_args()
@@ -65,9 +88,15 @@ def main() -> None:
   config = ablation.base_config(False, vocab.size).replace(learning_rate=args.learning_rate,
                                                            batch_size=args.batch_size)
   config = ablation._with_steps(config, args.steps)  # noqa: SLF001
-  manifest = manifest_lib.read_manifest(os.path.expanduser(args.data_dir))
-  data = pretraining.TrainData(manifest.shard_paths, vocab, manifest.examples, manifest.tokens)
-  dataset = pretraining.make_dataset(config, data, strategy.make_strategy("one_device"))
+  if args.config_overrides:
+    config = config.replace(**json.loads(args.config_overrides))
+  if args.data == "chain":
+    dataset = chain_dataset(config, vocab, args.seed, args.chain_tokens)
+  else:
+    manifest = manifest_lib.read_manifest(os.path.expanduser(args.data_dir))
+    data = pretraining.TrainData(manifest.shard_paths, vocab, manifest.examples,
+                                 manifest.tokens)
+    dataset = pretraining.make_dataset(config, data, strategy.make_strategy("one_device"))
   model_config = config.model
   tf_keras.utils.set_random_seed(args.seed)
   init = tf_keras.initializers.TruncatedNormal(stddev=model_config.initializer_range)
@@ -113,8 +142,11 @@ def main() -> None:
       return args.learning_rate * tf.minimum(step / warmup,
                                              tf.maximum(0.0, (total - step) / (total - warmup)))
 
-  optimizer = create_optimizer("adamw", Schedule(), weight_decay=config.weight_decay,
-                               epsilon=config.epsilon, bias_correction=True)
+  if args.optimizer == "keras_adam":
+    optimizer = tf_keras.optimizers.Adam(Schedule(), epsilon=config.epsilon)
+  else:
+    optimizer = create_optimizer("adamw", Schedule(), weight_decay=config.weight_decay,
+                                 epsilon=config.epsilon, bias_correction=True)
   iterator = iter(dataset)
   logits_of(next(iterator), False)  # build the variables
   if args.network == "ours":
@@ -140,8 +172,9 @@ def main() -> None:
     optimizer.apply_gradients(zip(grads, variables))
     return loss, accuracy
 
-  print(f"{args.network}: {args.steps} steps, batch {config.batch_size} x "
-        f"{config.max_seq_length}, peak LR {args.learning_rate}, seed {args.seed}")
+  print(f"{args.network} on {args.data}, {args.optimizer} optimizer: {args.steps} steps, "
+        f"batch {config.batch_size} x {config.max_seq_length}, peak LR {args.learning_rate}, "
+        f"seed {args.seed}" + (f", {args.config_overrides}" if args.config_overrides else ""))
   losses, accuracies, start = [], [], time.time()
   for step in range(1, args.steps + 1):
     loss, accuracy = train_step(next(iterator))
@@ -153,9 +186,16 @@ def main() -> None:
             f"{time.time() - start:.0f}s", flush=True)
 
   # The attention of the trained encoder, through our encoder class (same block, same weights).
-  _, train, _ = ablation_finetune.load_task(ablation_finetune.TASKS["trec"],
-                                            WordPieceTokenizer(vocab))
-  sample = {k: tf.constant(train[k][:512]) for k in (F.INPUT_IDS, F.INPUT_MASK, F.SEGMENT_IDS)}
+  if args.data == "chain":
+    chains = next(iter(dataset))
+    sample = {k: chains[k] for k in (F.INPUT_IDS, F.INPUT_MASK, F.SEGMENT_IDS)}
+    where = f"{config.batch_size} chains"
+  else:
+    _, train, _ = ablation_finetune.load_task(ablation_finetune.TASKS["trec"],
+                                              WordPieceTokenizer(vocab))
+    sample = {k: tf.constant(train[k][:512])
+              for k in (F.INPUT_IDS, F.INPUT_MASK, F.SEGMENT_IDS)}
+    where = "512 TREC questions"
   if args.network == "ours":
     probed = network.encoder
   else:
@@ -167,7 +207,8 @@ def main() -> None:
     probed.embeddings.token_type_embeddings.assign(
         encoder._type_embedding_layer.embeddings)  # noqa: SLF001
     probed.embeddings.layer_norm.set_weights(encoder._embedding_norm_layer.get_weights())  # noqa: SLF001
-    probed.embeddings_project.set_weights(encoder._embedding_projection.get_weights())  # noqa: SLF001
+    if probed.embeddings_project is not None:
+      probed.embeddings_project.set_weights(encoder._embedding_projection.get_weights())  # noqa: SLF001
 
     def by_name(block):
       return sorted(block.weights, key=lambda v: v.name.split("/layer_")[-1].split("/", 1)[-1])
@@ -175,11 +216,54 @@ def main() -> None:
     for theirs, mine in zip(encoder._transformer_layers, probed.blocks, strict=True):  # noqa: SLF001
       for source, target in zip(by_name(theirs), by_name(mine), strict=True):
         target.assign(source)
-  print("attention on 512 TREC questions (mean over real query tokens):")
+  print(f"attention on {where} (mean over real query tokens):")
   print("  layer head  entropy  self  prev  next   cls   sep")
   for row in probe_encoder.attention_stats(probed, sample):
     print(f"  {row['layer']:>5} {row['head']:>4}  {row['entropy']:7.2f} {row['self']:5.2f} "
           f"{row['prev']:5.2f} {row['next']:5.2f} {row['cls']:5.2f} {row['sep']:5.2f}")
+
+
+def chain_dataset(config, vocab, seed: int, tokens: int):
+  """Masked batches of synthetic chains: token i+1 = successor[token i], from a random start.
+
+  The successor table is a random cycle through `tokens` of the vocabulary's ordinary ids,
+  so every masked token is determined by either neighbour: a model that has learned to
+  attend to neighbours predicts it; one that sees only which ids the sequence holds does
+  not. Masked
+  by the study's own masking (pipeline.mask_fn).
+  """
+  import tensorflow as tf  # noqa: PLC0415
+
+  from electra_tf import features as F  # noqa: PLC0415
+  from electra_tf.data import pipeline  # noqa: PLC0415
+
+  rng = np.random.default_rng(seed)
+  ordinary = np.array(sorted(set(range(vocab.size)) - set(vocab.unmaskable_ids)
+                             - {vocab.pad_id}), np.int64)
+  cycle = rng.permutation(ordinary)[:tokens]
+  ordinary = cycle
+  successor = np.zeros(vocab.size, np.int64)
+  successor[cycle] = np.roll(cycle, -1)
+  batch, length = config.batch_size, config.max_seq_length
+
+  def batches():
+    while True:
+      ids = np.empty([batch, length - 2], np.int64)
+      ids[:, 0] = rng.choice(ordinary, batch)
+      for i in range(1, length - 2):
+        ids[:, i] = successor[ids[:, i - 1]]
+      cls = np.full([batch, 1], vocab.cls_id)
+      sep = np.full([batch, 1], vocab.sep_id)
+      yield {F.INPUT_IDS: np.concatenate([cls, ids, sep], 1).astype(np.int32),
+             F.INPUT_MASK: np.ones([batch, length], np.int32),
+             F.SEGMENT_IDS: np.zeros([batch, length], np.int32)}
+
+  spec = {k: tf.TensorSpec([batch, length], tf.int32)
+          for k in (F.INPUT_IDS, F.INPUT_MASK, F.SEGMENT_IDS)}
+  masker = pipeline.mask_fn(vocab, config.max_predictions_per_seq, config.mask_prob,
+                            config.mask_token_rate, config.random_token_rate, seed=seed)
+  return (tf.data.Dataset.from_generator(batches, output_signature=spec)
+          .map(masker).prefetch(tf.data.AUTOTUNE))
 
 
 if __name__ == "__main__":
