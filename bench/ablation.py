@@ -4,6 +4,9 @@ r"""The ELECTRA paper's ablations in miniature: pretrain each arm, fine-tune it,
   python bench/ablation.py --study=generator_size   # Figure 3 (left)
   python bench/ablation.py --study=sharing          # weight tying, plus GDES
   python bench/ablation.py --study=objectives --quick --workdir=/tmp/ablation  # toy budget
+  python bench/ablation.py --study=objectives --arms=electra,mlm \
+      --config_overrides='{"model.embedding_size": 128}' --steps=6000 \
+      --workdir=~/.cache/electra_tf/ablation_e128 --results_dir=bench/results/ablation/e128
 
 Every arm pretrains the same discriminator (MINIATURE) from scratch on the built-in corpus
 (the Wikipedia paragraphs of SQuAD v1.1 train) with a WordPiece vocab learned from that
@@ -91,10 +94,13 @@ class Arm:
   checkpoints_at: tuple[float, ...] = ()
 
 
-def base_config(quick: bool, vocab_size: int) -> PretrainConfig:
+def base_config(quick: bool, vocab_size: int, overrides: dict | None = None) -> PretrainConfig:
+  """The miniature (or the toy budget's), with `overrides` as pretrain.py's
+  --config_overrides takes them ("model.embedding_size": 128, "max_seq_length": 32, ...)."""
   values = dict(QUICK if quick else MINIATURE)
   values["model"] = EncoderConfig(vocab_size=vocab_size, **values["model"])
-  return PretrainConfig(**values, num_train_steps=1000, warmup_steps=100)
+  config = PretrainConfig(**values, num_train_steps=1000, warmup_steps=100)
+  return config.replace(**overrides) if overrides else config
 
 
 def _with_steps(config: PretrainConfig, steps: int, two_stage: bool = False) -> PretrainConfig:
@@ -146,7 +152,8 @@ def arm_config(study: str, arm: Arm, base: PretrainConfig, steps: int) -> Pretra
   return _with_steps(config, int(budget // per_step), two_stage)
 
 
-def prepare_data(workdir: str, ledger_root: str, quick: bool, log=print):
+def prepare_data(workdir: str, ledger_root: str, quick: bool, log=print,
+                 seq_len: int | None = None):
   """(vocab path, data dir): a vocab learned from the built-in corpus, and its TFRecords.
 
   The vocab lives in the ledger, so every machine that resumes a study reads the same one.
@@ -162,9 +169,11 @@ def prepare_data(workdir: str, ledger_root: str, quick: bool, log=print):
     learned = vocab.learn_vocab(corpus, QUICK_VOCAB if quick else VOCAB_SIZE,
                                 output_path=vocab_path)
     log(f"learned a {learned.size}-token vocab in {time.time() - start:.0f}s")
-  seq_len = (QUICK if quick else MINIATURE)["max_seq_length"]
+  default_len = (QUICK if quick else MINIATURE)["max_seq_length"]
+  seq_len = seq_len or default_len
+  name = "data" if seq_len == default_len else f"data-{seq_len}"
   data_dir = pretraining_data.build_if_needed(
-      corpus, vocab_path, os.path.join(workdir, "data"), seq_len, show_progress=False)
+      corpus, vocab_path, os.path.join(workdir, name), seq_len, show_progress=False)
   return vocab_path, data_dir
 
 
@@ -306,7 +315,8 @@ def _commit() -> str:
     return "unknown"
 
 
-def _check_settings(ledger: str, quick: bool, steps: int, seeds: list[int]) -> None:
+def _check_settings(ledger: str, quick: bool, steps: int, seeds: list[int],
+                    overrides: dict | None = None) -> None:
   """Records what the results in `ledger` (the ledger, or the workdir of the arms'
   checkpoints) depend on; refuses to resume under other settings (arms or rows made with
   another miniature or fine-tuning protocol would be mixed with incomparable ones)."""
@@ -315,6 +325,8 @@ def _check_settings(ledger: str, quick: bool, steps: int, seeds: list[int]) -> N
                                         ablation_finetune.settings(quick).items()},
               "finetune": {"learning_rate": ablation_finetune.LEARNING_RATE,
                            "batch_size": ablation_finetune.BATCH_SIZE}}
+  if overrides:
+    settings["miniature_overrides"] = overrides
   settings = json.loads(json.dumps(settings))
   path = os.path.join(ledger, "settings.json")
   if os.path.exists(path):
@@ -350,7 +362,8 @@ def _write_results(study: str, ledger: str, plan, scores: dict, pretrain: dict,
 
 
 def run_study(study: str, workdir: str, quick: bool = False, results_dir: str | None = None,
-              log=print) -> dict:
+              log=print, overrides: dict | None = None, steps: int | None = None,
+              only_arms: list[str] | None = None) -> dict:
   """Runs (or resumes) one study; returns its results.
 
   Args:
@@ -360,26 +373,39 @@ def run_study(study: str, workdir: str, quick: bool = False, results_dir: str | 
       run (`<study>/finetune/<task>.jsonl`) and the tables. An arm whose fine-tuning runs are
       all in the ledger is not run again, even where its checkpoints are gone; the tables are
       rewritten after every arm. Default: `workdir`.
+    overrides: changes to the miniature (base_config); recorded with the ledger's settings,
+      so a ledger holds results of one miniature only. A sequence length other than the
+      miniature's reads its own TFRecords (`<workdir>/data-<length>`).
+    steps: the electra arm's steps (the FLOP budget of the objectives study, the steps of
+      the others); default ELECTRA_STEPS.
+    only_arms: run these arms of the study and no others (the tables name the rest pending).
   """
+  study_arms = arms(study, quick)
+  unknown = set(only_arms or ()) - {arm.name for arm in study_arms}
+  if unknown:
+    raise SystemExit(f"error: no arm {', '.join(sorted(unknown))} in the {study} study; its "
+                     f"arms are {', '.join(arm.name for arm in study_arms)}")
   started = time.time()
   ledger_root = results_dir or workdir
   ledger = os.path.join(ledger_root, study)
   work = os.path.join(workdir, study)
   os.makedirs(work, exist_ok=True)
-  vocab_path, data_dir = prepare_data(workdir, ledger_root, quick, log)
+  seq_len = (overrides or {}).get("max_seq_length")
+  vocab_path, data_dir = prepare_data(workdir, ledger_root, quick, log, seq_len)
   from electra_tf.data.vocab import load_vocab  # noqa: PLC0415
 
-  base = base_config(quick, load_vocab(vocab_path).size)
-  steps = QUICK_STEPS if quick else ELECTRA_STEPS
+  base = base_config(quick, load_vocab(vocab_path).size, overrides)
+  steps = steps or (QUICK_STEPS if quick else ELECTRA_STEPS)
   seeds = list(QUICK_SEEDS if quick else SEEDS)
-  plan = [(arm, arm_config(study, arm, base, steps)) for arm in arms(study, quick)]
+  plan = [(arm, arm_config(study, arm, base, steps)) for arm in study_arms]
   meta = {"command": " ".join(["python", "bench/ablation.py", *sys.argv[1:]]) if not quick
           else f"python bench/ablation.py --study={study} --quick", "commit": _commit(),
           "cpu": _cpu(), "seeds": seeds, "miniature": QUICK if quick else MINIATURE,
-          "vocab_size": base.model.vocab_size}
+          "vocab_size": base.model.vocab_size, "miniature_overrides": overrides or {},
+          "electra_steps": steps}
   finetune_dir = os.path.join(ledger, "finetune")
   for results in (ledger, work):
-    _check_settings(results, quick, steps, seeds)
+    _check_settings(results, quick, steps, seeds, overrides)
 
   def finetune(encoders: dict) -> dict:
     return ablation_finetune.finetune_all(base.model, vocab_path, encoders, seeds,
@@ -393,6 +419,8 @@ def run_study(study: str, workdir: str, quick: bool = False, results_dir: str | 
   scores = finetune(all_encoders)
   pretrain = {}
   for arm, config in plan:
+    if only_arms and arm.name not in only_arms:
+      continue
     record_path = os.path.join(ledger, "pretrain", f"{arm.name}.json")
     encoders = encoders_to_finetune(work, arm, config)
     all_encoders.update(encoders)
@@ -425,6 +453,14 @@ def main() -> None:
   parser.add_argument("--results_dir", default=None,
                       help="the ledger (default: bench/results/ablation; the workdir with "
                       "--quick)")
+  parser.add_argument("--config_overrides", default=None,
+                      help="JSON changes to the miniature, as pretrain.py's flag takes them "
+                      "(for example '{\"model.embedding_size\": 128}'); use a ledger and "
+                      "workdir of their own")
+  parser.add_argument("--steps", type=int, default=None,
+                      help=f"the electra arm's steps (default {ELECTRA_STEPS})")
+  parser.add_argument("--arms", default=None,
+                      help="comma-separated arms to run (default: all of the study's)")
   args = parser.parse_args()
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
   results = args.results_dir or (None if args.quick else
@@ -437,7 +473,22 @@ def main() -> None:
   def log(line: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {line}", flush=True)
 
-  run_study(args.study, args.workdir, args.quick, results, log)
+  args.workdir = os.path.expanduser(args.workdir)
+  results = os.path.expanduser(results) if results else results
+  overrides = None
+  if args.config_overrides:
+    try:
+      overrides = json.loads(args.config_overrides)
+    except json.JSONDecodeError as exc:
+      raise SystemExit(f"error: --config_overrides is not valid JSON: {exc}") from exc
+    from electra_tf.errors import UserError  # noqa: PLC0415
+
+    try:  # unknown keys or values fail here, before any data or training
+      base_config(args.quick, 100, overrides)
+    except UserError as exc:
+      raise SystemExit(f"error: --config_overrides: {exc}") from exc
+  run_study(args.study, args.workdir, args.quick, results, log, overrides, args.steps,
+            args.arms.split(",") if args.arms else None)
 
 
 if __name__ == "__main__":

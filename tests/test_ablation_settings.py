@@ -1,0 +1,40 @@
+"""bench/ablation.py's changed miniatures: overrides reach the config and guard the ledger."""
+
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+import ablation  # noqa: E402
+
+
+def test_overrides_change_the_miniature_and_nothing_else():
+  plain = ablation.base_config(False, 500)
+  changed = ablation.base_config(False, 500, {"model.embedding_size": 128,
+                                              "max_seq_length": 32, "batch_size": 128})
+  assert plain.model.embedding_size == 64 and plain.max_seq_length == 128
+  assert changed.model.embedding_size == 128
+  assert (changed.max_seq_length, changed.batch_size) == (32, 128)
+  assert changed.model.hidden_size == plain.model.hidden_size
+  assert changed.learning_rate == plain.learning_rate
+  assert changed.model.vocab_size == 500
+
+
+def test_ledger_refuses_results_of_another_miniature(tmp_path):
+  ledger = str(tmp_path / "objectives")
+  ablation._check_settings(ledger, False, 2000, [0, 1, 2])  # noqa: SLF001
+  ablation._check_settings(ledger, False, 2000, [0, 1, 2])  # the same settings resume
+  with pytest.raises(SystemExit, match="other settings"):
+    ablation._check_settings(ledger, False, 2000, [0, 1, 2],  # noqa: SLF001
+                             {"model.embedding_size": 128})
+  with pytest.raises(SystemExit, match="other settings"):
+    ablation._check_settings(ledger, False, 6000, [0, 1, 2])  # noqa: SLF001
+
+
+def test_unknown_arm_is_refused_before_any_work(tmp_path):
+  with pytest.raises(SystemExit, match="no arm nope in the objectives study"):
+    ablation.run_study("objectives", str(tmp_path), only_arms=["electra", "nope"])
+  assert not os.listdir(tmp_path)
