@@ -229,8 +229,7 @@ def chain_dataset(config, vocab, seed: int, tokens: int):
   The successor table is a random cycle through `tokens` of the vocabulary's ordinary ids,
   so every masked token is determined by either neighbour: a model that has learned to
   attend to neighbours predicts it; one that sees only which ids the sequence holds does
-  not. Masked
-  by the study's own masking (pipeline.mask_fn).
+  not. Masked by the study's own masking (pipeline.mask_fn).
   """
   import tensorflow as tf  # noqa: PLC0415
 
@@ -241,7 +240,6 @@ def chain_dataset(config, vocab, seed: int, tokens: int):
   ordinary = np.array(sorted(set(range(vocab.size)) - set(vocab.unmaskable_ids)
                              - {vocab.pad_id}), np.int64)
   cycle = rng.permutation(ordinary)[:tokens]
-  ordinary = cycle
   successor = np.zeros(vocab.size, np.int64)
   successor[cycle] = np.roll(cycle, -1)
   batch, length = config.batch_size, config.max_seq_length
@@ -249,7 +247,7 @@ def chain_dataset(config, vocab, seed: int, tokens: int):
   def batches():
     while True:
       ids = np.empty([batch, length - 2], np.int64)
-      ids[:, 0] = rng.choice(ordinary, batch)
+      ids[:, 0] = rng.choice(cycle, batch)
       for i in range(1, length - 2):
         ids[:, i] = successor[ids[:, i - 1]]
       cls = np.full([batch, 1], vocab.cls_id)
