@@ -103,6 +103,20 @@ def base_config(quick: bool, vocab_size: int, overrides: dict | None = None) -> 
   return config.replace(**overrides) if overrides else config
 
 
+def parse_overrides(text: str | None) -> dict | None:
+  """A --config_overrides flag's JSON object (None when the flag is not given); a one-line
+  error naming the flag when it is not one."""
+  if not text:
+    return None
+  try:
+    overrides = json.loads(text)
+  except json.JSONDecodeError as exc:
+    raise SystemExit(f"error: --config_overrides is not valid JSON: {exc}") from exc
+  if not isinstance(overrides, dict):
+    raise SystemExit("error: --config_overrides must be a JSON object")
+  return overrides
+
+
 def _with_steps(config: PretrainConfig, steps: int, two_stage: bool = False) -> PretrainConfig:
   """`steps` (rounded down to a multiple of 4), warmup 10%, a checkpoint every quarter.
 
@@ -385,6 +399,12 @@ def run_study(study: str, workdir: str, quick: bool = False, results_dir: str | 
   if unknown:
     raise SystemExit(f"error: no arm {', '.join(sorted(unknown))} in the {study} study; its "
                      f"arms are {', '.join(arm.name for arm in study_arms)}")
+  from electra_tf.errors import UserError  # noqa: PLC0415
+
+  try:  # unknown keys or values fail here, before any data or training
+    base_config(quick, 100, overrides)
+  except UserError as exc:
+    raise SystemExit(f"error: --config_overrides: {exc}") from exc
   started = time.time()
   ledger_root = results_dir or workdir
   ledger = os.path.join(ledger_root, study)
@@ -475,19 +495,8 @@ def main() -> None:
 
   args.workdir = os.path.expanduser(args.workdir)
   results = os.path.expanduser(results) if results else results
-  overrides = None
-  if args.config_overrides:
-    try:
-      overrides = json.loads(args.config_overrides)
-    except json.JSONDecodeError as exc:
-      raise SystemExit(f"error: --config_overrides is not valid JSON: {exc}") from exc
-    from electra_tf.errors import UserError  # noqa: PLC0415
-
-    try:  # unknown keys or values fail here, before any data or training
-      base_config(args.quick, 100, overrides)
-    except UserError as exc:
-      raise SystemExit(f"error: --config_overrides: {exc}") from exc
-  run_study(args.study, args.workdir, args.quick, results, log, overrides, args.steps,
+  run_study(args.study, args.workdir, args.quick, results, log,
+            parse_overrides(args.config_overrides), args.steps,
             args.arms.split(",") if args.arms else None)
 
 

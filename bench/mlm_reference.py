@@ -27,7 +27,6 @@ or point --data_dir/--vocab elsewhere.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -88,8 +87,9 @@ def main() -> None:
   config = ablation.base_config(False, vocab.size).replace(learning_rate=args.learning_rate,
                                                            batch_size=args.batch_size)
   config = ablation._with_steps(config, args.steps)  # noqa: SLF001
-  if args.config_overrides:
-    config = config.replace(**json.loads(args.config_overrides))
+  overrides = ablation.parse_overrides(args.config_overrides)
+  if overrides:
+    config = config.replace(**overrides)
   if args.data == "chain":
     dataset = chain_dataset(config, vocab, args.seed, args.chain_tokens)
   else:

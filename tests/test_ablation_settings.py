@@ -38,3 +38,15 @@ def test_unknown_arm_is_refused_before_any_work(tmp_path):
   with pytest.raises(SystemExit, match="no arm nope in the objectives study"):
     ablation.run_study("objectives", str(tmp_path), only_arms=["electra", "nope"])
   assert not os.listdir(tmp_path)
+
+
+def test_unknown_override_is_refused_before_any_work(tmp_path):
+  with pytest.raises(SystemExit, match=r"--config_overrides: unknown EncoderConfig key"):
+    ablation.run_study("objectives", str(tmp_path), overrides={"model.nope": 1})
+  assert not os.listdir(tmp_path)
+  with pytest.raises(SystemExit, match="must be a JSON object"):
+    ablation.parse_overrides("[1, 2]")
+  with pytest.raises(SystemExit, match="not valid JSON"):
+    ablation.parse_overrides("{nope")
+  assert ablation.parse_overrides(None) is None
+  assert ablation.parse_overrides('{"batch_size": 8}') == {"batch_size": 8}
