@@ -134,7 +134,8 @@ def main() -> None:
                        training=training)["sequence_output"]
       return head(hidden, masked_positions=features[F.MASKED_LM_POSITIONS])
 
-  warmup, total = float(config.warmup_steps), float(config.num_train_steps)
+  # At least one warmup step: a run of under 10 steps rounds its 10% warmup down to 0.
+  warmup, total = float(max(config.warmup_steps, 1)), float(config.num_train_steps)
 
   class Schedule(tf_keras.optimizers.schedules.LearningRateSchedule):
     def __call__(self, step):
