@@ -75,6 +75,20 @@ QUICK_TASKS = {"movie_reviews": TaskSetting("movie_reviews", 32, 64, 1),
 LEARNING_RATE, BATCH_SIZE = 3e-4, 32
 
 
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+  """The optimiser side of fine-tuning, the same for every encoder and seed (the study's:
+  the authors' ELECTRA-Small recipe)."""
+
+  learning_rate: float = LEARNING_RATE
+  batch_size: int = BATCH_SIZE
+  layerwise_lr_decay: float = 0.8
+  adam_bias_correction: bool = False
+
+
+RECIPE = Recipe()
+
+
 def settings(quick: bool = False) -> dict[str, TaskSetting]:
   """The tasks and how they are fine-tuned (what a study's results depend on)."""
   return QUICK_TASKS if quick else TASKS
@@ -95,18 +109,19 @@ class MultiSeedFinetuner:
     encoder_config: the sizes every encoder shares.
     setting: the task's sequence length, train size and epochs.
     spec, train, dev: from `load_task`.
-    learning_rate, batch_size: as FinetuneConfig (layer-wise decay 0.8, 10% warmup).
+    recipe: learning rate, batch, layer-wise decay, bias correction (10% warmup).
   """
 
   def __init__(self, encoder_config: EncoderConfig, setting: TaskSetting, spec: TaskSpec,
-               train: dict, dev: dict, learning_rate: float = LEARNING_RATE,
-               batch_size: int = BATCH_SIZE):
-    self.train, self.dev, self.batch_size = train, dev, batch_size
+               train: dict, dev: dict, recipe: Recipe = RECIPE):
+    self.train, self.dev, self.batch_size = train, dev, recipe.batch_size
     n = len(train[LABEL])
-    self.steps = max(1, n // batch_size) * setting.epochs
+    self.steps = max(1, n // recipe.batch_size) * setting.epochs
     config = FinetuneConfig(task="classification", max_seq_length=setting.max_seq_length,
-                            learning_rate=learning_rate, batch_size=batch_size,
-                            num_train_epochs=setting.epochs)
+                            learning_rate=recipe.learning_rate, batch_size=recipe.batch_size,
+                            num_train_epochs=setting.epochs,
+                            layerwise_lr_decay=recipe.layerwise_lr_decay,
+                            adam_bias_correction=recipe.adam_bias_correction)
     self.config = config
     self.model = model_for_task(config, encoder_config, spec.num_labels)
     self.model(dummy_inputs(2, setting.max_seq_length))
@@ -146,28 +161,48 @@ class MultiSeedFinetuner:
             "seconds": round(time.time() - start, 1)}
 
 
+PARTS = ("embeddings", "layers")
+
+
 def encoder_weights(encoder_config: EncoderConfig, source: str | None,
-                    seed: int) -> list[np.ndarray]:
+                    seed: int, part: str | None = None) -> list[np.ndarray]:
   """An encoder's weights: restored from `source` (any checkpoint the convert command
-  reads), or, for None, a random initialisation drawn with `seed`."""
+  reads), or, for None, a random initialisation drawn with `seed`.
+
+  `part` ("embeddings" or "layers") keeps only that part of the checkpoint and draws the
+  rest at random with `seed`, to tell which part helps or hurts fine-tuning.
+  """
   from electra_tf.checkpoints import converter  # noqa: PLC0415
 
   tf_keras.utils.set_random_seed(seed)
   encoder = ElectraEncoder(encoder_config, name="encoder")
   encoder({k: v for k, v in dummy_inputs().items() if k != F.MASKED_LM_POSITIONS})
-  if source is not None:
-    converter.restore_into(source, discriminator=encoder)
-  return encoder.get_weights()
+  random_weights = encoder.get_weights()
+  if source is None:
+    return random_weights
+  converter.restore_into(source, discriminator=encoder)
+  if part is None:
+    return encoder.get_weights()
+  if part not in PARTS:
+    raise ValueError(f"unknown encoder part {part!r}; choose one of {PARTS}")
+  keep = [("embeddings" in v.name) == (part == "embeddings") for v in encoder.weights]
+  return [w if k else r for w, r, k in zip(encoder.get_weights(), random_weights, keep,
+                                           strict=True)]
 
 
 def finetune_all(encoder_config: EncoderConfig, vocab_path: str, encoders: dict[str, str | None],
-                 seeds: list[int], results_dir: str, quick: bool = False, log=print) -> dict:
+                 seeds: list[int], results_dir: str, quick: bool = False, log=print,
+                 recipe: Recipe = RECIPE, tasks: dict[str, TaskSetting] | None = None,
+                 parts: dict[str, str] | None = None) -> dict:
   """Fine-tunes every encoder with every seed on every task; resumable.
 
   Args:
     encoders: {name: checkpoint path, or None for random initialisation}.
     results_dir: one `<task>.jsonl` per task, a line per finished (encoder, seed); lines
       already there are kept and not rerun.
+    recipe, tasks: how to fine-tune (default: the study's, `settings(quick)`).
+    parts: {name: "embeddings" or "layers"} for encoders of which only that part is
+      restored (encoder_weights).
 
   Returns:
     {task: {encoder: [accuracy per seed]}}.
@@ -177,17 +212,21 @@ def finetune_all(encoder_config: EncoderConfig, vocab_path: str, encoders: dict[
   tokenizer = WordPieceTokenizer(load_vocab(vocab_path))
   os.makedirs(results_dir, exist_ok=True)
   out = {}
-  for setting in settings(quick).values():
+  parts = parts or {}
+  for setting in (tasks or settings(quick)).values():
     path = os.path.join(results_dir, f"{setting.name}.jsonl")
     done = _read_jsonl(path)
     todo = _not_done(done, encoders, seeds)
     if todo:
-      tuner = _tuner(encoder_config, setting, vocab_path, tokenizer, quick)
+      tuner = _tuner(encoder_config, setting, vocab_path, tokenizer, quick, recipe)
       weights_of = {}
       for name, seed in todo:
-        key = (name, None if encoders[name] else seed)
-        if key not in weights_of:  # one restore per pretrained encoder; random: per seed
-          weights_of[key] = encoder_weights(encoder_config, encoders[name], seed)
+        # One restore per pretrained encoder; per seed where anything is drawn at random.
+        whole = encoders[name] and name not in parts
+        key = (name, None if whole else seed)
+        if key not in weights_of:
+          weights_of[key] = encoder_weights(encoder_config, encoders[name], seed,
+                                            parts.get(name))
         result = tuner.run(weights_of[key], seed)
         record = {"encoder": name, "seed": seed, **result}
         with open(path, "a", encoding="utf-8") as f:
@@ -206,13 +245,14 @@ _TUNERS: dict = {}
 
 
 def _tuner(encoder_config: EncoderConfig, setting: TaskSetting, vocab_path: str,
-           tokenizer: WordPieceTokenizer, quick: bool) -> MultiSeedFinetuner:
-  """One MultiSeedFinetuner per (sizes, task, vocab) for the process: traced once, reused by
-  every later call (a study fine-tunes after each arm)."""
-  key = (encoder_config, setting, os.path.abspath(vocab_path), quick)
+           tokenizer: WordPieceTokenizer, quick: bool,
+           recipe: Recipe = RECIPE) -> MultiSeedFinetuner:
+  """One MultiSeedFinetuner per (sizes, task, vocab, recipe) for the process: traced once,
+  reused by every later call (a study fine-tunes after each arm)."""
+  key = (encoder_config, setting, os.path.abspath(vocab_path), quick, recipe)
   if key not in _TUNERS:
     spec, train, dev = load_task(setting, tokenizer, dev_limit=64 if quick else None)
-    _TUNERS[key] = MultiSeedFinetuner(encoder_config, setting, spec, train, dev)
+    _TUNERS[key] = MultiSeedFinetuner(encoder_config, setting, spec, train, dev, recipe)
   return _TUNERS[key]
 
 
@@ -249,8 +289,15 @@ def mean_and_stderr(values: list[float]) -> tuple[float, float]:
 
 
 def main() -> None:
-  """Fine-tunes given checkpoints with the ablation study's recipe (its miniature sizes,
-  tasks, epochs and seeds) and prints each task's mean and standard error."""
+  """Fine-tunes given checkpoints on the study's tasks and prints each task's mean and
+  standard error; by default with the study's recipe, sizes, epochs and seeds.
+
+  python bench/ablation_finetune.py --results_dir=/tmp/ft \\
+      --encoders=random=random,mlm=$RUN/discriminator,mlm_emb=$RUN/discriminator@embeddings \\
+      --config_overrides='{"model.embedding_size": 128}' \\
+      --learning_rate=1e-3 --layerwise_lr_decay=1 --adam_bias_correction \\
+      --epochs=10 --max_train_examples=2000 --tasks=movie_reviews
+  """
   import argparse  # noqa: PLC0415
   import sys  # noqa: PLC0415
 
@@ -258,28 +305,89 @@ def main() -> None:
   sys.path[:0] = [os.path.dirname(here), here]
   import ablation  # noqa: PLC0415
 
+  from electra_tf import atomic  # noqa: PLC0415
   from electra_tf.data.vocab import load_vocab  # noqa: PLC0415
 
   parser = argparse.ArgumentParser(description=main.__doc__.split("\n\n")[0])
   parser.add_argument("--encoders", required=True,
                       help="comma-separated name=checkpoint pairs (any checkpoint the convert "
-                           "command reads); name=random for a random initialisation")
+                           "command reads); name=random for a random initialisation; "
+                           "checkpoint@embeddings or checkpoint@layers restores only that part "
+                           "and draws the rest at random")
   parser.add_argument("--results_dir", required=True,
                       help="one <task>.jsonl per task; finished (encoder, seed) runs are kept "
-                           "and not rerun")
+                           "and not rerun; settings.json records how they were made")
   parser.add_argument("--vocab", default=os.path.join(here, "results", "ablation", "vocab.txt"))
   parser.add_argument("--seeds", default="0,1,2")
+  parser.add_argument("--config_overrides", default=None,
+                      help="the encoders' sizes as changes to the study's miniature, as "
+                           "ablation.py takes them")
+  parser.add_argument("--tasks", default=",".join(TASKS), help="which of " + ", ".join(TASKS))
+  parser.add_argument("--learning_rate", type=float, default=RECIPE.learning_rate)
+  parser.add_argument("--layerwise_lr_decay", type=float, default=RECIPE.layerwise_lr_decay)
+  parser.add_argument("--adam_bias_correction", action="store_true",
+                      default=RECIPE.adam_bias_correction)
+  parser.add_argument("--epochs", type=int, default=None,
+                      help="epochs for every task (default: each task's own)")
+  parser.add_argument("--max_train_examples", type=int, default=None,
+                      help="train on the first N examples of each task's training split")
   args = parser.parse_args()
-  encoders = {}
+  encoders, parts = {}, {}
   for item in args.encoders.split(","):
     name, _, path = item.partition("=")
     if not name or not path:
       raise SystemExit(f"error: --encoders item {item!r} is not name=checkpoint")
+    path, _, part = path.partition("@")
+    if part and part not in PARTS:
+      raise SystemExit(f"error: --encoders item {item!r}: after @ comes one of {PARTS}")
+    if part:
+      parts[name] = part
     encoders[name] = None if path == "random" else os.path.expanduser(path)
+  unknown = set(args.tasks.split(",")) - set(TASKS)
+  if unknown:
+    raise SystemExit(f"error: unknown --tasks {sorted(unknown)}; choose from {list(TASKS)}")
+  tasks = {}
+  for name in args.tasks.split(","):
+    changes = {}
+    if args.epochs:
+      changes["epochs"] = args.epochs
+    if args.max_train_examples:
+      changes["max_train_examples"] = args.max_train_examples
+    tasks[name] = dataclasses.replace(TASKS[name], **changes)
+  recipe = Recipe(learning_rate=args.learning_rate, layerwise_lr_decay=args.layerwise_lr_decay,
+                  adam_bias_correction=args.adam_bias_correction)
   vocab_size = load_vocab(args.vocab).size
-  config = ablation.base_config(False, vocab_size).model
-  scores = finetune_all(config, args.vocab, encoders, [int(s) for s in args.seeds.split(",")],
-                        args.results_dir)
+  overrides = ablation.parse_overrides(args.config_overrides)
+  config = ablation.base_config(False, vocab_size, overrides).model
+  seeds = [int(s) for s in args.seeds.split(",")]
+  # The results of one directory must come from one way of fine-tuning.
+  settings_now = json.loads(json.dumps(
+      {"recipe": dataclasses.asdict(recipe), "encoder": dataclasses.asdict(config),
+       "vocab": os.path.abspath(args.vocab), "parts": parts,
+       "tasks": {k: dataclasses.asdict(v) for k, v in tasks.items()}}))
+  os.makedirs(args.results_dir, exist_ok=True)
+  settings_path = os.path.join(args.results_dir, "settings.json")
+  if os.path.exists(settings_path):
+    with open(settings_path, encoding="utf-8") as f:
+      recorded = json.load(f)
+    for key in ("recipe", "encoder", "vocab"):
+      if recorded.get(key) != settings_now[key]:
+        raise SystemExit(f"error: {args.results_dir} holds results fine-tuned with another "
+                         f"{key} ({settings_path}); use another --results_dir")
+    for name, setting in settings_now["tasks"].items():
+      if name in recorded["tasks"] and recorded["tasks"][name] != setting:
+        raise SystemExit(f"error: {args.results_dir} holds {name} results fine-tuned with "
+                         f"other task settings ({settings_path}); use another --results_dir")
+    for name, part in settings_now["parts"].items():
+      if recorded["parts"].get(name, part) != part:
+        raise SystemExit(f"error: {args.results_dir} holds results of encoder {name} with "
+                         f"another part restored; use another name")
+    recorded["tasks"].update(settings_now["tasks"])
+    recorded["parts"].update(settings_now["parts"])
+    settings_now = recorded
+  atomic.atomic_write_text(settings_path, json.dumps(settings_now, indent=2))
+  scores = finetune_all(config, args.vocab, encoders, seeds, args.results_dir, recipe=recipe,
+                        tasks=tasks, parts=parts)
   for task, rows in scores.items():
     for name, values in rows.items():
       mean, se = mean_and_stderr(values)

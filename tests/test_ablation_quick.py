@@ -90,3 +90,39 @@ def test_rerun_resumes_without_retraining(study):
                              log=lambda line: None)
   assert os.path.getmtime(done) == stamp
   assert again["rows"]["electra"]["movie_reviews"] == result["rows"]["electra"]["movie_reviews"]
+
+
+def test_part_of_a_checkpoint_restores_only_that_part(study):
+  import ablation_finetune
+
+  from electra_tf.config import EncoderConfig
+
+  _, workdir, _ = study
+  source = os.path.join(workdir, "mlm", "discriminator")
+  with open(os.path.join(source, "config.json")) as f:
+    config = EncoderConfig(**json.load(f)["encoder"])
+  whole = ablation_finetune.encoder_weights(config, source, seed=3)
+  drawn = ablation_finetune.encoder_weights(config, None, seed=3)
+  embeddings = ablation_finetune.encoder_weights(config, source, seed=3, part="embeddings")
+  layers = ablation_finetune.encoder_weights(config, source, seed=3, part="layers")
+  names = [v.name for v in _encoder(config).weights]
+  assert any("embeddings" in n for n in names) and any("layer" in n for n in names)
+  differs = {"embeddings" in n for n, w, d in zip(names, whole, drawn)
+             if not np.array_equal(w, d)}
+  assert differs == {True, False}  # pretraining changed both parts, so the checks can fail
+  for name, w, d, emb, lay in zip(names, whole, drawn, embeddings, layers, strict=True):
+    pretrained, other = (emb, lay) if "embeddings" in name else (lay, emb)
+    np.testing.assert_array_equal(pretrained, w, err_msg=name)
+    np.testing.assert_array_equal(other, d, err_msg=name)
+  with pytest.raises(ValueError, match="unknown encoder part"):
+    ablation_finetune.encoder_weights(config, source, seed=3, part="heads")
+
+
+def _encoder(config):
+  from electra_tf import features as F
+  from electra_tf.model.encoder import ElectraEncoder
+  from electra_tf.model.networks import dummy_inputs
+
+  encoder = ElectraEncoder(config, name="encoder")
+  encoder({k: v for k, v in dummy_inputs().items() if k != F.MASKED_LM_POSITIONS})
+  return encoder
