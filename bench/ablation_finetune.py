@@ -84,6 +84,7 @@ class Recipe:
   batch_size: int = BATCH_SIZE
   layerwise_lr_decay: float = 0.8
   adam_bias_correction: bool = False
+  pooling: str = "cls"
 
 
 RECIPE = Recipe()
@@ -109,7 +110,7 @@ class MultiSeedFinetuner:
     encoder_config: the sizes every encoder shares.
     setting: the task's sequence length, train size and epochs.
     spec, train, dev: from `load_task`.
-    recipe: learning rate, batch, layer-wise decay, bias correction (10% warmup).
+    recipe: learning rate, batch, layer-wise decay, bias correction, pooling (10% warmup).
   """
 
   def __init__(self, encoder_config: EncoderConfig, setting: TaskSetting, spec: TaskSpec,
@@ -121,7 +122,8 @@ class MultiSeedFinetuner:
                             learning_rate=recipe.learning_rate, batch_size=recipe.batch_size,
                             num_train_epochs=setting.epochs,
                             layerwise_lr_decay=recipe.layerwise_lr_decay,
-                            adam_bias_correction=recipe.adam_bias_correction)
+                            adam_bias_correction=recipe.adam_bias_correction,
+                            pooling=recipe.pooling)
     self.config = config
     self.model = model_for_task(config, encoder_config, spec.num_labels)
     self.model(dummy_inputs(2, setting.max_seq_length))
@@ -327,6 +329,8 @@ def main() -> None:
   parser.add_argument("--layerwise_lr_decay", type=float, default=RECIPE.layerwise_lr_decay)
   parser.add_argument("--adam_bias_correction", action="store_true",
                       default=RECIPE.adam_bias_correction)
+  parser.add_argument("--pooling", choices=["cls", "mean"], default=RECIPE.pooling,
+                      help="what the classification head reads (FinetuneConfig.pooling)")
   parser.add_argument("--epochs", type=int, default=None,
                       help="epochs for every task (default: each task's own)")
   parser.add_argument("--max_train_examples", type=int, default=None,
@@ -355,7 +359,7 @@ def main() -> None:
       changes["max_train_examples"] = args.max_train_examples
     tasks[name] = dataclasses.replace(TASKS[name], **changes)
   recipe = Recipe(learning_rate=args.learning_rate, layerwise_lr_decay=args.layerwise_lr_decay,
-                  adam_bias_correction=args.adam_bias_correction)
+                  adam_bias_correction=args.adam_bias_correction, pooling=args.pooling)
   vocab_size = load_vocab(args.vocab).size
   overrides = ablation.parse_overrides(args.config_overrides)
   config = ablation.base_config(False, vocab_size, overrides).model

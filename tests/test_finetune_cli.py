@@ -136,13 +136,15 @@ def test_classification_tsv_end_to_end_on_two_replicas(tmp_path, tiny_checkpoint
             f"--train_file={tmp_path}/train.tsv", f"--dev_file={tmp_path}/dev.tsv",
             "--text_columns=review", "--label_column=sentiment", "--max_seq_length=48",
             "--batch_size=8", "--num_train_epochs=1", "--log_steps=4", f"--output_dir={out}"]
-  result = run("finetune.py", *common, "--strategy=mirrored", "--cpu_devices=2")
+  result = run("finetune.py", *common, "--strategy=mirrored", "--cpu_devices=2",
+               "--pooling=mean")
   assert result.returncode == 0, result.stderr[-3000:]
   assert "2 replica(s)" in result.stdout
   best = json.load(open(out / "eval_results.json"))["best"]
   assert set(best) >= {"accuracy", "f1", "epoch"}
   lines = (out / "dev_predictions.jsonl").read_text().splitlines()
   assert len(lines) == 32 and json.loads(lines[0])["prediction"] in ("bad", "good")
+  assert json.load(open(out / "best" / "finetune.json"))["finetune"]["pooling"] == "mean"
   # A label column that does not exist: one line naming the columns there are.
   bad = run("finetune.py", *common[:-1], "--label_column=stars", f"--output_dir={tmp_path}/x")
   assert_clear_error(bad, "no column 'stars'", "review")
@@ -154,6 +156,7 @@ def test_classification_tsv_end_to_end_on_two_replicas(tmp_path, tiny_checkpoint
     (["--task=squad_v2.0", "--output_dir=OUT"], ["needs --train_file and --predict_file"]),
     (["--task=classification", "--output_dir=OUT"], ["needs --train_file and --text_columns"]),
     (["--task=squad_v1.1", "--output_dir=OUT", "--max_seq_length=60"], ["no room"]),
+    (["--task=movie_reviews", "--output_dir=OUT", "--pooling=max"], ["unknown pooling"]),
     (["--task=movie_reviews", "--output_dir=OUT", "--strategy=multi_worker_mirrored"],
      ["runs on one machine"]),
     (["--task=glue/rte", "--output_dir=OUT", "--tfds_data_dir=/nonexistent"],

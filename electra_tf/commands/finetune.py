@@ -83,6 +83,8 @@ _CONFIG_FLAGS = {
     "head_initializer": ("string", "Task-head kernels: truncated_normal (the authors') or "
                          "normal (transformers'), with the encoder's initializer_range as "
                          "stddev."),
+    "pooling": ("string", "Classification: what the head reads: cls, the [CLS] hidden state "
+                "(the authors'), or mean, the last layer averaged over the real tokens."),
 }
 for _name, (_kind, _help) in _CONFIG_FLAGS.items():
   getattr(flags, f"DEFINE_{_kind}")(_name, None, _help)

@@ -9,7 +9,12 @@ from electra_tf.config.encoder_config import (
   default_num_heads,
   generator_config,
 )
-from electra_tf.config.finetune_config import FINETUNE_TASKS, HEAD_INITIALIZERS, FinetuneConfig
+from electra_tf.config.finetune_config import (
+  FINETUNE_TASKS,
+  HEAD_INITIALIZERS,
+  POOLINGS,
+  FinetuneConfig,
+)
 from electra_tf.config.pretrain_config import (
   EMBEDDING_SHARING,
   NONFINITE_POLICIES,
@@ -25,7 +30,7 @@ from electra_tf.config.pretrain_config import (
 )
 
 __all__ = [
-    "EMBEDDING_SHARING", "FINETUNE_TASKS", "HEAD_INITIALIZERS", "NONFINITE_POLICIES",
+    "EMBEDDING_SHARING", "FINETUNE_TASKS", "HEAD_INITIALIZERS", "POOLINGS", "NONFINITE_POLICIES",
     "OBJECTIVES", "OPTIMIZERS", "PHASE_FIELDS",
     "PRECISIONS", "RESUME_CRITICAL", "STRATEGIES", "ConfigError", "EncoderConfig",
     "FinetuneConfig", "PretrainConfig", "default_num_heads", "generator_config",

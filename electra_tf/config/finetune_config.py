@@ -13,6 +13,8 @@ FINETUNE_TASKS = ("squad_v1.1", "squad_v2.0", "classification", "movie_reviews",
                   "glue/rte")
 # How fine-tuning heads draw their kernels (FinetuneConfig.head_initializer).
 HEAD_INITIALIZERS = ("truncated_normal", "normal")
+# What the classification head reads (FinetuneConfig.pooling).
+POOLINGS = ("cls", "mean")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +39,8 @@ class FinetuneConfig:
     n_best_size, max_answer_length: SQuAD post-processing.
     head_initializer: how task-head kernels are drawn, with the encoder's initializer_range
       as stddev: "truncated_normal" (the authors') or "normal" (transformers').
+    pooling: what the classification head reads: "cls", the [CLS] hidden state (the
+      authors'), or "mean", the mean of the last layer over the real tokens.
   """
 
   task: str = "squad_v1.1"
@@ -64,6 +68,7 @@ class FinetuneConfig:
   precision: str = "float32"
   log_steps: int = 50
   head_initializer: str = "truncated_normal"
+  pooling: str = "cls"
 
   def __post_init__(self):
     if self.task not in FINETUNE_TASKS:
@@ -82,6 +87,8 @@ class FinetuneConfig:
     if self.head_initializer not in HEAD_INITIALIZERS:
       raise ConfigError(f"unknown head_initializer {self.head_initializer!r}; choose one of "
                         f"{list(HEAD_INITIALIZERS)}")
+    if self.pooling not in POOLINGS:
+      raise ConfigError(f"unknown pooling {self.pooling!r}; choose one of {list(POOLINGS)}")
     if self.is_squad and self.max_query_length + 3 >= self.max_seq_length:
       raise ConfigError(f"max_seq_length {self.max_seq_length} leaves no room for the context "
                         f"after a {self.max_query_length}-token question; raise it")

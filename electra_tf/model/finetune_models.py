@@ -90,6 +90,7 @@ class ElectraClassifier(FinetuneModel):
     dropout_rate: before the output layer.
     clip_norm: global gradient-norm clip of the train step.
     head_initializer: the output layer's kernel initializer (see `task_heads.head_initializer`).
+    pooling: "cls" (the [CLS] hidden state) or "mean" (over the real tokens).
 
   Call args:
     features: dict of int32 [B, L] `input_ids`, `input_mask`, `segment_ids`.
@@ -101,15 +102,16 @@ class ElectraClassifier(FinetuneModel):
 
   def __init__(self, encoder_config: EncoderConfig | dict, num_labels: int,
                dropout_rate: float = 0.1, clip_norm: float = 1.0,
-               head_initializer: str = "truncated_normal", **kwargs):
+               head_initializer: str = "truncated_normal", pooling: str = "cls", **kwargs):
     kwargs.setdefault("name", "classifier")
     super().__init__(encoder_config, clip_norm, **kwargs)
     self.num_labels = num_labels
     self.dropout_rate = dropout_rate
     self.head_initializer = head_initializer
+    self.pooling = pooling
     self.head = ClassificationHead(num_labels, dropout_rate,
                                    self.encoder_config.initializer_range, head_initializer,
-                                   name="classifier_head")
+                                   pooling=pooling, name="classifier_head")
     self.accuracy = None if num_labels == 1 else tf_keras.metrics.Mean("accuracy")
 
   @property
@@ -118,7 +120,7 @@ class ElectraClassifier(FinetuneModel):
 
   def call(self, features, training=None):
     logits = self.head(self.encoder(_encoder_inputs(features), training=training),
-                       training=training)
+                       features[F.INPUT_MASK], training=training)
     if self.is_regression:
       return {"logits": logits, "predictions": logits[:, 0]}
     return {"logits": logits, "probabilities": tf.nn.softmax(logits)}
@@ -138,7 +140,8 @@ class ElectraClassifier(FinetuneModel):
   def get_config(self):
     return {"encoder_config": self.encoder_config.to_dict(), "num_labels": self.num_labels,
             "dropout_rate": self.dropout_rate, "clip_norm": self.clip_norm,
-            "head_initializer": self.head_initializer, "name": self.name}
+            "head_initializer": self.head_initializer, "pooling": self.pooling,
+            "name": self.name}
 
 
 class ElectraSpanQA(FinetuneModel):
@@ -236,4 +239,5 @@ def model_for_task(config: FinetuneConfig, encoder_config: EncoderConfig,
                          beam_size=config.beam_size, clip_norm=config.clip_norm,
                          head_initializer=config.head_initializer)
   return ElectraClassifier(encoder_config, num_labels, config.dropout_rate,
-                           clip_norm=config.clip_norm, head_initializer=config.head_initializer)
+                           clip_norm=config.clip_norm, head_initializer=config.head_initializer,
+                           pooling=config.pooling)

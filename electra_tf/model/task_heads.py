@@ -5,7 +5,7 @@ from __future__ import annotations
 import tensorflow as tf
 import tf_keras
 
-from electra_tf.config import HEAD_INITIALIZERS
+from electra_tf.config import HEAD_INITIALIZERS, POOLINGS
 from electra_tf.model.elementwise import exact_gelu
 from electra_tf.model.layers import truncated_normal
 
@@ -32,10 +32,12 @@ def mask_logits(logits: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
 
 
 class ClassificationHead(tf_keras.layers.Layer):
-  """Dropout + Dense on the [CLS] hidden state (ELECTRA has no pooler).
+  """Dropout + Dense on the [CLS] hidden state (ELECTRA has no pooler), or with
+  `pooling="mean"` on the mean of the hidden states over the real tokens.
 
   Call args:
     hidden: [B, L, H] encoder output.
+    mask: [B, L], 1 at real tokens; needed by mean pooling.
 
   Returns:
     float32 logits [B, num_labels] (num_labels 1 for regression).
@@ -43,8 +45,11 @@ class ClassificationHead(tf_keras.layers.Layer):
 
   def __init__(self, num_labels: int, dropout_rate: float = 0.1,
                initializer_range: float = 0.02, initializer: str = "truncated_normal",
-               **kwargs):
+               pooling: str = "cls", **kwargs):
     super().__init__(**kwargs)
+    if pooling not in POOLINGS:
+      raise ValueError(f"unknown pooling {pooling!r}; choose one of {POOLINGS}")
+    self.pooling = pooling
     self.num_labels = num_labels
     self.dropout_rate = dropout_rate
     self.initializer_range = initializer_range
@@ -54,14 +59,23 @@ class ClassificationHead(tf_keras.layers.Layer):
         num_labels, kernel_initializer=head_initializer(initializer, initializer_range),
         name="dense")
 
-  def call(self, hidden, training=None):
-    logits = self.dense(self.dropout(hidden[:, 0], training=training))
+  def call(self, hidden, mask=None, training=None):
+    if self.pooling == "cls":
+      pooled = hidden[:, 0]
+    else:
+      if mask is None:
+        raise ValueError("mean pooling needs the input mask")
+      weights = tf.cast(mask, tf.float32)[:, :, tf.newaxis]
+      total = tf.reduce_sum(tf.cast(hidden, tf.float32) * weights, axis=1)
+      pooled = tf.cast(total / tf.maximum(tf.reduce_sum(weights, axis=1), 1.0), hidden.dtype)
+    logits = self.dense(self.dropout(pooled, training=training))
     return tf.cast(logits, tf.float32)
 
   def get_config(self):
     config = super().get_config()
     config.update(num_labels=self.num_labels, dropout_rate=self.dropout_rate,
-                  initializer_range=self.initializer_range, initializer=self.initializer)
+                  initializer_range=self.initializer_range, initializer=self.initializer,
+                  pooling=self.pooling)
     return config
 
 

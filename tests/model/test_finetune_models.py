@@ -53,6 +53,28 @@ def test_classifier_outputs_and_regression():
   assert reg(_features())["predictions"].shape == (4,)
 
 
+def test_mean_pooling_reads_the_real_tokens_only():
+  from electra_tf.config import ConfigError, FinetuneConfig
+
+  model = build_finetune_model(ElectraClassifier(ENC, num_labels=3, dropout_rate=0.0,
+                                                 pooling="mean"))
+  feats = _features()
+  hidden = model.encoder({k: feats[k] for k in (F.INPUT_IDS, F.INPUT_MASK, F.SEGMENT_IDS)})
+  mask = feats[F.INPUT_MASK].astype(np.float32)[:, :, None]
+  pooled = (hidden.numpy() * mask).sum(1) / mask.sum(1)
+  expected = pooled @ model.head.dense.kernel.numpy() + model.head.dense.bias.numpy()
+  logits = model(feats, training=False)["logits"].numpy()
+  np.testing.assert_allclose(logits, expected, rtol=1e-5, atol=1e-6)
+  # The [CLS] state alone would give other logits: the head really reads the mean.
+  cls = hidden.numpy()[:, 0] @ model.head.dense.kernel.numpy() + model.head.dense.bias.numpy()
+  assert np.abs(cls - logits).max() > 1e-3
+  feats[F.INPUT_IDS][3, -1] = 7  # padding changes nothing
+  np.testing.assert_allclose(model(feats)["logits"].numpy(), logits, atol=1e-6)
+  assert model.get_config()["pooling"] == "mean"
+  with pytest.raises(ConfigError, match="unknown pooling"):
+    FinetuneConfig(task="classification", pooling="max")
+
+
 def test_span_logits_mask_padding():
   model = build_finetune_model(ElectraSpanQA(ENC))
   out = model(_features(), training=False)
