@@ -13,13 +13,17 @@ import ablation  # noqa: E402
 
 def test_overrides_change_the_miniature_and_nothing_else():
   plain = ablation.base_config(False, 500)
-  changed = ablation.base_config(False, 500, {"model.embedding_size": 128,
-                                              "max_seq_length": 32, "batch_size": 128})
-  assert plain.model.embedding_size == 64 and plain.max_seq_length == 128
-  assert changed.model.embedding_size == 128
-  assert (changed.max_seq_length, changed.batch_size) == (32, 128)
+  changed = ablation.base_config(False, 500, {"model.embedding_size": 64,
+                                              "max_seq_length": 128, "batch_size": 32,
+                                              "max_predictions_per_seq": 20})
+  assert plain.model.embedding_size == 128 and plain.max_seq_length == 32
+  assert plain.generator_fraction == 0.5 and plain.max_predictions_per_seq == 5
+  assert changed.model.embedding_size == 64
+  assert (changed.max_seq_length, changed.batch_size) == (128, 32)
+  assert changed.max_predictions_per_seq == 20
   assert changed.model.hidden_size == plain.model.hidden_size
   assert changed.learning_rate == plain.learning_rate
+  assert changed.generator_fraction == plain.generator_fraction
   assert changed.model.vocab_size == 500
 
 

@@ -7,7 +7,7 @@ from electra_tf.config import ConfigError, EncoderConfig, PretrainConfig, genera
 
 
 @pytest.mark.parametrize("name,hidden,layers,heads,ffn,emb,gen_hidden,gen_heads,max_pred", [
-    ("demo", 128, 2, 2, 512, 64, 64, 1, 19),
+    ("demo", 128, 2, 2, 512, 128, 64, 1, 5),
     ("tiny", 64, 2, 2, 256, 32, 16, 1, 9),
     ("small", 256, 12, 4, 1024, 128, 64, 1, 19),
     ("base", 768, 12, 12, 3072, 768, 256, 4, 79),
