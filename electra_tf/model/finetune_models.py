@@ -82,7 +82,8 @@ class FinetuneModel(train_loop.TracedOnce, tf_keras.Model):
 
 
 class ElectraClassifier(FinetuneModel):
-  """Sentence (pair) classification or regression from the [CLS] hidden state.
+  """Sentence (pair) classification or regression from the [CLS] hidden state (or the mean
+  of the hidden states).
 
   Args:
     encoder_config: the discriminator's sizes.
