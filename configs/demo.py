@@ -9,8 +9,9 @@ learn word order within the run (narrower embeddings enter the first block throu
 unnormalised projection that keeps its attention uniform; longer sequences learn it
 later), so the discriminator, after the dip of the short-run regime (easy while the
 generator samples near-random words, hard once it samples by word frequency), improves
-again over the second half (docs/objectives.md). Position embeddings past 32 keep their
-initialisation; fine-tuning at longer sequences trains them from there.
+again over the second half (docs/objectives.md). Position embeddings past 32 stay at their
+initialisation (only weight decay shrinks them); fine-tuning at longer sequences trains
+them from there.
 
 A preset is a file that defines CONFIG: copy one and pass its path to --model_size.
 """
