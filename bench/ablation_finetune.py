@@ -173,6 +173,14 @@ class MultiSeedFinetuner:
 PARTS = ("embeddings", "layers")
 
 
+def built_encoder(encoder_config: EncoderConfig) -> ElectraEncoder:
+  """An ElectraEncoder of `encoder_config` with its variables made (drawn from the global
+  seed)."""
+  encoder = ElectraEncoder(encoder_config, name="encoder")
+  encoder({k: v for k, v in dummy_inputs().items() if k != F.MASKED_LM_POSITIONS})
+  return encoder
+
+
 def encoder_weights(encoder_config: EncoderConfig, source: str | None,
                     seed: int, part: str | None = None) -> list[np.ndarray]:
   """An encoder's weights: restored from `source` (any checkpoint the convert command
@@ -183,17 +191,16 @@ def encoder_weights(encoder_config: EncoderConfig, source: str | None,
   """
   from electra_tf.checkpoints import converter  # noqa: PLC0415
 
+  if part is not None and part not in PARTS:
+    raise ValueError(f"unknown encoder part {part!r}; choose one of {PARTS}")
   tf_keras.utils.set_random_seed(seed)
-  encoder = ElectraEncoder(encoder_config, name="encoder")
-  encoder({k: v for k, v in dummy_inputs().items() if k != F.MASKED_LM_POSITIONS})
+  encoder = built_encoder(encoder_config)
   random_weights = encoder.get_weights()
   if source is None:
     return random_weights
   converter.restore_into(source, discriminator=encoder)
   if part is None:
     return encoder.get_weights()
-  if part not in PARTS:
-    raise ValueError(f"unknown encoder part {part!r}; choose one of {PARTS}")
   keep = [("embeddings" in v.name) == (part == "embeddings") for v in encoder.weights]
   return [w if k else r for w, r, k in zip(encoder.get_weights(), random_weights, keep,
                                            strict=True)]

@@ -105,7 +105,7 @@ def test_part_of_a_checkpoint_restores_only_that_part(study):
   drawn = ablation_finetune.encoder_weights(config, None, seed=3)
   embeddings = ablation_finetune.encoder_weights(config, source, seed=3, part="embeddings")
   layers = ablation_finetune.encoder_weights(config, source, seed=3, part="layers")
-  names = [v.name for v in _encoder(config).weights]
+  names = [v.name for v in ablation_finetune.built_encoder(config).weights]
   assert any("embeddings" in n for n in names) and any("layer" in n for n in names)
   differs = {"embeddings" in n for n, w, d in zip(names, whole, drawn)
              if not np.array_equal(w, d)}
@@ -117,12 +117,3 @@ def test_part_of_a_checkpoint_restores_only_that_part(study):
   with pytest.raises(ValueError, match="unknown encoder part"):
     ablation_finetune.encoder_weights(config, source, seed=3, part="heads")
 
-
-def _encoder(config):
-  from electra_tf import features as F
-  from electra_tf.model.encoder import ElectraEncoder
-  from electra_tf.model.networks import dummy_inputs
-
-  encoder = ElectraEncoder(config, name="encoder")
-  encoder({k: v for k, v in dummy_inputs().items() if k != F.MASKED_LM_POSITIONS})
-  return encoder
