@@ -8,6 +8,7 @@ whole batch (once per batch, not per record) -> prefetch.
 from __future__ import annotations
 
 import random
+import secrets
 from collections.abc import Callable, Sequence
 
 import tensorflow as tf
@@ -152,7 +153,8 @@ def make_pretraining_dataset(
     shuffle_buffer_size: records shuffled together (rounded to whole blocks).
     deterministic: reproducible masking; defaults to `seed is not None`. The records and
       their order are a pure function of (seed, position) in both modes; when True batch i
-      is also masked with a seed derived from (seed, i), else with a random one.
+      is also masked with a seed derived from (seed, i), else from (r, i), r fresh entropy
+      drawn once per dataset (global TF and Python seeds leave it random).
     start_batch: batches this pipeline already delivered: the stream starts where it
       stood after them, in both modes. Shuffled, by seeking: at most one window of blocks
       is read before the first record delivered, wherever it is. Unshuffled (evaluation),
@@ -175,7 +177,11 @@ def make_pretraining_dataset(
   pipeline_id = input_context.input_pipeline_id if input_context else 0
   local_seed = seed + pipeline_id  # pipelines must not mask alike
   masker = mask_fn(vocab, max_predictions_per_seq, mask_prob, mask_token_rate,
-                   random_token_rate, seed=local_seed if deterministic else None)
+                   random_token_rate)
+  # Not deterministic: fresh entropy for each dataset, untouched by tf.random.set_seed or a
+  # seeded `random` (a stateful draw inside the map would repeat under a global TF seed and
+  # otherwise vary only with thread order).
+  mask_seed = local_seed if deterministic else secrets.randbits(62)
   if shuffle:
     blocks = record_index.blocks_of(files, block_records).take(
         slice(pipeline_id, None, pipelines))
@@ -189,18 +195,14 @@ def make_pretraining_dataset(
                                   start_batch=start_batch)
   dataset = records.batch(batch_size, drop_remainder=True)
   parse = parse_fn(max_seq_length)
-  if not deterministic:
-    # In order, so that the batches of the first n steps are the stream's first n batches.
-    dataset = dataset.map(lambda serialized: masker(parse(serialized)),
-                          num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    return dataset.prefetch(tf.data.AUTOTUNE)
 
   def parse_and_mask(index: tf.Tensor, serialized: tf.Tensor) -> dict[str, tf.Tensor]:
     batch_seed = tf.random.stateless_uniform(
-        [2], seed=tf.stack([tf.constant(local_seed, tf.int64), index]), minval=None,
+        [2], seed=tf.stack([tf.constant(mask_seed, tf.int64), index]), minval=None,
         maxval=None, dtype=tf.int64)
     return masker(parse(serialized), batch_seed)
 
+  # In order, so that the batches of the first n steps are the stream's first n batches.
   dataset = dataset.enumerate(start=start_batch).map(
       parse_and_mask, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
   return dataset.prefetch(tf.data.AUTOTUNE)
