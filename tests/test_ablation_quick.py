@@ -117,3 +117,29 @@ def test_part_of_a_checkpoint_restores_only_that_part(study):
   with pytest.raises(ValueError, match="unknown encoder part"):
     ablation_finetune.encoder_weights(config, source, seed=3, part="heads")
 
+
+
+def test_word_order_probe_reads_every_checkpoint_of_a_run(study):
+  import word_order
+
+  from electra_tf.data import pipeline
+  from electra_tf.data.vocab import load_vocab
+
+  ablation, workdir, result = study
+  run = os.path.join(workdir, "electra")
+  config = json.load(open(os.path.join(run, "config.json")))["pretrain"]
+  vocab = load_vocab(os.path.join(run, "discriminator", "vocab.txt"))
+  data = os.path.join(os.path.dirname(workdir), "data")
+  dataset = pipeline.make_pretraining_dataset(
+      data, batch_size=8, max_seq_length=config["max_seq_length"],
+      max_predictions_per_seq=config["max_predictions_per_seq"], mask_prob=0.15, vocab=vocab,
+      seed=0)
+  batches = [{k: v.numpy() for k, v in b.items()} for b in dataset.take(2)]
+  shuffled = [word_order.shuffled(b, np.random.default_rng(0)) for b in batches]
+  rows = word_order.probe_run(run, batches, shuffled, log=lambda line: None)
+  assert [r["step"] for r in rows] == [s for s, _ in word_order.checkpoints_of(run)]
+  assert len(rows) >= 2 and rows[-1]["step"] == config["num_train_steps"]
+  for row in rows:
+    assert 0 <= row["gen_accuracy_shuffled"] <= 1 and 0 <= row["disc_auc"] <= 1
+  # Checkpoints differ, so their scores do.
+  assert len({(r["gen_accuracy"], r["disc_auc"]) for r in rows}) > 1
