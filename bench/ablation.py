@@ -4,10 +4,8 @@ r"""The ELECTRA paper's ablations in miniature: pretrain each arm, fine-tune it,
   python bench/ablation.py --study=generator_size   # Figure 3 (left)
   python bench/ablation.py --study=sharing          # weight tying, plus GDES
   python bench/ablation.py --study=objectives --quick --workdir=/tmp/ablation  # toy budget
-  python bench/ablation.py --study=objectives --arms=electra,mlm \
-      --config_overrides='{"max_seq_length": 64, "batch_size": 64, "max_predictions_per_seq": 10}' \
-      --steps=12000 \
-      --workdir=~/.cache/electra_tf/ablation_s64 --results_dir=bench/results/ablation/s64
+  python bench/ablation.py --study=objectives --arms=electra,mlm --steps=12000 --final_only \
+      --workdir=~/.cache/electra_tf/ablation_2x --results_dir=bench/results/ablation/budget_2x
 
 Every arm pretrains the same discriminator (MINIATURE) from scratch on the built-in corpus
 (the Wikipedia paragraphs of SQuAD v1.1 train) with a WordPiece vocab learned from that
@@ -232,11 +230,13 @@ def pretrain_arm(config: PretrainConfig, model_dir: str, vocab_path: str, data_d
   return record
 
 
-def encoders_to_finetune(work: str, arm: Arm, config: PretrainConfig) -> dict:
-  """{row name: checkpoint} for the arm's final discriminator and its partial checkpoints."""
+def encoders_to_finetune(work: str, arm: Arm, config: PretrainConfig,
+                         partials: bool = True) -> dict:
+  """{row name: checkpoint} for the arm's final discriminator and (`partials`) its partial
+  checkpoints."""
   model_dir = os.path.join(work, arm.name)
   out = {arm.name: os.path.join(model_dir, "discriminator")}
-  for fraction in arm.checkpoints_at:
+  for fraction in arm.checkpoints_at if partials else ():
     step = int(round(fraction * config.num_train_steps))
     out[f"{arm.name}@{fraction:.0%}"] = os.path.join(model_dir, "checkpoints", f"ckpt-{step}")
   return out
@@ -383,7 +383,7 @@ def _write_results(study: str, ledger: str, plan, scores: dict, pretrain: dict,
 
 def run_study(study: str, workdir: str, quick: bool = False, results_dir: str | None = None,
               log=print, overrides: dict | None = None, steps: int | None = None,
-              only_arms: list[str] | None = None) -> dict:
+              only_arms: list[str] | None = None, final_only: bool = False) -> dict:
   """Runs (or resumes) one study; returns its results.
 
   Args:
@@ -399,6 +399,7 @@ def run_study(study: str, workdir: str, quick: bool = False, results_dir: str | 
     steps: the electra arm's steps (the FLOP budget of the objectives study, the steps of
       the others); default ELECTRA_STEPS.
     only_arms: run these arms of the study and no others (the tables name the rest pending).
+    final_only: fine-tune each arm's final encoder only, not its partial checkpoints.
   """
   study_arms = arms(study, quick)
   unknown = set(only_arms or ()) - {arm.name for arm in study_arms}
@@ -448,7 +449,7 @@ def run_study(study: str, workdir: str, quick: bool = False, results_dir: str | 
     if only_arms and arm.name not in only_arms:
       continue
     record_path = os.path.join(ledger, "pretrain", f"{arm.name}.json")
-    encoders = encoders_to_finetune(work, arm, config)
+    encoders = encoders_to_finetune(work, arm, config, partials=not final_only)
     all_encoders.update(encoders)
     finished = os.path.exists(record_path) and not ablation_finetune.pending(
         encoders, seeds, finetune_dir, quick)
@@ -487,6 +488,9 @@ def main() -> None:
                       help=f"the electra arm's steps (default {ELECTRA_STEPS})")
   parser.add_argument("--arms", default=None,
                       help="comma-separated arms to run (default: all of the study's)")
+  parser.add_argument("--final_only", action="store_true",
+                      help="fine-tune each arm's final encoder only, not the objectives "
+                      "study's checkpoints at 25/50/75%% of its budget")
   args = parser.parse_args()
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
   results = args.results_dir or (None if args.quick else
@@ -503,7 +507,7 @@ def main() -> None:
   results = os.path.expanduser(results) if results else results
   run_study(args.study, args.workdir, args.quick, results, log,
             parse_overrides(args.config_overrides), args.steps,
-            args.arms.split(",") if args.arms else None)
+            args.arms.split(",") if args.arms else None, args.final_only)
 
 
 if __name__ == "__main__":
