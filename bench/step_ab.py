@@ -16,6 +16,8 @@ Variants (each rebuilds the model with the earlier code path put back):
   keras_attention       Keras MultiHeadAttention's einsums for the scores and the context
                         (before the heads-major batched matmuls)
   tf_cross_entropy      tf.nn.sparse_softmax_cross_entropy_with_logits for the generator loss
+  float32_gelu          Model Garden's float32 activation layer under mixed bfloat16 (casts
+                        of the [tokens, 4H] activations around the GELU, both ways)
 
 All variants share the batch and are timed in alternating rounds (median of `--reps`
 steps each), so a slow spell of this shared VM hits them alike. Prints a table and one
@@ -36,7 +38,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 VARIANTS = ("ours", "philox_dropout", "dropout_32bit_select", "unfused_gelu", "autodiff_gelu",
-            "keras_layer_norm", "keras_attention", "tf_cross_entropy")
+            "keras_layer_norm", "keras_attention", "tf_cross_entropy", "float32_gelu")
 
 
 @contextlib.contextmanager
@@ -50,7 +52,8 @@ def undone(variant: str):
   # Every attribute a variant may replace, restored on the way out.
   patchable = [(dropout.SeededDropout, "call"), (layers, "exact_gelu"),
                (layers.LayerNorm, "call"), (layers._SeededAttention, "_compute_attention"),
-               (rtd, "sparse_cross_entropy"), (pretrainer.ElectraPretrainer, "_fuse")]
+               (rtd, "sparse_cross_entropy"), (pretrainer.ElectraPretrainer, "_fuse"),
+               (layers.ElectraTransformerBlock, "build")]
   saved = [(owner, name, getattr(owner, name)) for owner, name in patchable]
 
   def call_32bit_select(self, inputs, training=None):
@@ -84,6 +87,15 @@ def undone(variant: str):
   elif variant == "tf_cross_entropy":
     rtd.sparse_cross_entropy = lambda logits, labels: (
         tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+  elif variant == "float32_gelu":
+    build = layers.ElectraTransformerBlock.build
+
+    def build_float32_activation(self, input_shape):
+      build(self, input_shape)
+      self._intermediate_activation_layer = tf_keras.layers.Activation(
+          self._inner_activation, dtype=tf.float32)
+
+    layers.ElectraTransformerBlock.build = build_float32_activation
   elif variant != "ours":
     raise SystemExit(f"error: unknown variant {variant!r}; choose from {', '.join(VARIANTS)}")
   try:

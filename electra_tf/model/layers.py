@@ -209,6 +209,12 @@ class ElectraTransformerBlock(nlp_layers.TransformerEncoderBlock):
     # Unbuilt too: the same LayerNorms with the written-out gradient.
     self._attention_layer_norm = LayerNorm.from_config(self._attention_layer_norm.get_config())
     self._output_layer_norm = LayerNorm.from_config(self._output_layer_norm.get_config())
+    # Model Garden runs the activation layer in float32 under mixed bfloat16: a cast of the
+    # [tokens, 4H] activations to float32 and back around it, forward and backward. GELU
+    # (exact_gelu) computes in float32 inside and rounds once to its input's dtype, so in
+    # the block's own dtype it gives the same values, bit for bit, without the four casts.
+    self._intermediate_activation_layer = tf_keras.layers.Activation(
+        self._inner_activation, dtype=self.dtype_policy, name="activation")
 
   def get_config(self):
     config = super().get_config()
