@@ -16,6 +16,8 @@ Variants (each rebuilds the model with the earlier code path put back):
   keras_attention       Keras MultiHeadAttention's einsums for the scores and the context
                         (before the heads-major batched matmuls)
   tf_cross_entropy      tf.nn.sparse_softmax_cross_entropy_with_logits for the generator loss
+  written_out_adam      AdamW as a dozen elementwise ops per variable (before TensorFlow's fused
+                        Adam kernel after the decay)
   float32_gelu          Model Garden's float32 activation layer under mixed bfloat16 (casts
                         of the [tokens, 4H] activations around the GELU, both ways)
 
@@ -38,7 +40,8 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 VARIANTS = ("ours", "philox_dropout", "dropout_32bit_select", "unfused_gelu", "autodiff_gelu",
-            "keras_layer_norm", "keras_attention", "tf_cross_entropy", "float32_gelu")
+            "keras_layer_norm", "keras_attention", "tf_cross_entropy", "written_out_adam",
+            "float32_gelu")
 
 
 @contextlib.contextmanager
@@ -48,12 +51,14 @@ def undone(variant: str):
   import tf_keras
 
   from electra_tf.model import dropout, layers, pretrainer, rtd
+  from electra_tf.training import optimizer
 
   # Every attribute a variant may replace, restored on the way out.
   patchable = [(dropout.SeededDropout, "call"), (layers, "exact_gelu"),
                (layers.LayerNorm, "call"), (layers._SeededAttention, "_compute_attention"),
                (rtd, "sparse_cross_entropy"), (pretrainer.ElectraPretrainer, "_fuse"),
-               (layers.ElectraTransformerBlock, "build")]
+               (layers.ElectraTransformerBlock, "build"),
+               (optimizer.AdamWeightDecay, "fused_update")]
   saved = [(owner, name, getattr(owner, name)) for owner, name in patchable]
 
   def call_32bit_select(self, inputs, training=None):
@@ -87,6 +92,8 @@ def undone(variant: str):
   elif variant == "tf_cross_entropy":
     rtd.sparse_cross_entropy = lambda logits, labels: (
         tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+  elif variant == "written_out_adam":
+    optimizer.AdamWeightDecay.fused_update = False
   elif variant == "float32_gelu":
     build = layers.ElectraTransformerBlock.build
 

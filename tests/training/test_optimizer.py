@@ -1,6 +1,7 @@
 """The authors' schedule and AdamW (no bias correction, decay exclusions) against NumPy."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from electra_tf.training.optimizer import AdamWeightDecay, WarmupLinearDecay, create_optimizer
@@ -13,13 +14,16 @@ def test_schedule_is_decay_times_warmup():
     np.testing.assert_allclose(float(schedule(step)), expected, rtol=1e-6, atol=1e-12)
 
 
-def _numpy_adamw(w, grads, lr, wd, decay, b1=0.9, b2=0.999, eps=1e-6):
+def _numpy_adamw(w, grads, lr, wd, decay, b1=0.9, b2=0.999, eps=1e-6, bias_correction=False):
   m = np.zeros_like(w)
   v = np.zeros_like(w)
-  for g in grads:
+  for t, g in enumerate(grads, start=1):
     m = b1 * m + (1 - b1) * g
     v = b2 * v + (1 - b2) * g * g
-    update = m / (np.sqrt(v) + eps)
+    if bias_correction:
+      update = (m / (1 - b1**t)) / (np.sqrt(v / (1 - b2**t)) + eps)
+    else:
+      update = m / (np.sqrt(v) + eps)
     if decay:
       update = update + wd * w
     w = w - lr * update
@@ -46,6 +50,35 @@ def test_adamw_matches_numpy_with_exclusions_and_multipliers():
                                                         0.1, 0.01, False), rtol=1e-4)
   np.testing.assert_allclose(top.numpy(), _numpy_adamw(top0, [g[2] for g in grads],
                                                        0.05, 0.01, True), rtol=1e-4)
+
+
+@pytest.mark.parametrize("bias_correction", [False, True])
+def test_fused_update_matches_the_written_out_update_and_numpy(bias_correction):
+  # The default update is TensorFlow's fused Adam kernel after the decay; the reference is
+  # the update written out as ops. 40 steps in one compiled function, eps large enough
+  # (1e-3) that the bias-corrected epsilon's rescaling matters.
+  rng = np.random.default_rng(1)
+  start = rng.normal(size=(4, 3)).astype(np.float32)
+  grads = rng.normal(size=(40, 4, 3)).astype(np.float32)
+  results = []
+  for fused in (True, False):
+    var = tf.Variable(start, name="dense/kernel")
+    opt = AdamWeightDecay(0.01, weight_decay_rate=0.1, epsilon=1e-3,
+                          bias_correction=bias_correction)
+    opt.fused_update = fused
+
+    @tf.function
+    def run(var=var, opt=opt):
+      for i in tf.range(len(grads)):
+        opt.apply_gradients([(tf.gather(tf.constant(grads), i), var)])
+
+    run()
+    results.append(var.numpy())
+  expected = _numpy_adamw(start, list(grads), 0.01, 0.1, True, eps=1e-3,
+                          bias_correction=bias_correction)
+  np.testing.assert_allclose(results[0], results[1], rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(results[0], expected, rtol=1e-4, atol=1e-6)
+  assert np.abs(results[0] - start).max() > 0.1  # the steps moved the weights
 
 
 def test_sparse_gradients_update_like_dense():
