@@ -364,10 +364,12 @@ def _check_settings(ledger: str, quick: bool, steps: int, seeds: list[int],
 
 
 def _write_results(study: str, ledger: str, plan, scores: dict, pretrain: dict,
-                   meta: dict, log=print) -> dict:
-  """Writes ablation_<study>.{json,md,png} in `ledger` from the rows finished so far."""
+                   meta: dict, log=print, only_arms: list[str] | None = None) -> dict:
+  """Writes ablation_<study>.{json,md,png} in `ledger` from the rows finished so far
+  (pending: the arms of `plan`, or of `only_arms`, without a row yet)."""
   rows = summarise(study, plan, scores, pretrain) if scores else {}
-  pending = [arm.name for arm, _ in plan if arm.name not in rows]
+  pending = [arm.name for arm, _ in plan
+             if arm.name not in rows and (not only_arms or arm.name in only_arms)]
   result = {"study": study, "meta": meta, "rows": rows, "pending_arms": pending}
   stem = os.path.join(ledger, f"ablation_{study}")
   atomic.atomic_write_text(stem + ".json", json.dumps(result, indent=2))
@@ -377,7 +379,8 @@ def _write_results(study: str, ledger: str, plan, scores: dict, pretrain: dict,
   atomic.atomic_write_text(stem + ".md", table)
   if study == "objectives" and {"electra", "mlm", "random"} <= set(rows):
     plot(rows, stem + ".png")
-  log(f"wrote {stem}.json and .md ({len(plan) - len(pending)} of {len(plan)} arms)")
+  planned = len(only_arms) if only_arms else len(plan)
+  log(f"wrote {stem}.json and .md ({planned - len(pending)} of {planned} arms)")
   return result
 
 
@@ -465,8 +468,8 @@ def run_study(study: str, workdir: str, quick: bool = False, results_dir: str | 
       pretrain[arm.name] = json.load(f)
     scores = finetune(all_encoders)
     if not finished:
-      _write_results(study, ledger, plan, scores, pretrain, record_meta(), log)
-  return _write_results(study, ledger, plan, scores, pretrain, record_meta(), log)
+      _write_results(study, ledger, plan, scores, pretrain, record_meta(), log, only_arms)
+  return _write_results(study, ledger, plan, scores, pretrain, record_meta(), log, only_arms)
 
 
 def main() -> None:

@@ -54,3 +54,21 @@ def test_unknown_override_is_refused_before_any_work(tmp_path):
     ablation.parse_overrides("{nope")
   assert ablation.parse_overrides(None) is None
   assert ablation.parse_overrides('{"batch_size": 8}') == {"batch_size": 8}
+
+
+def test_tables_list_as_pending_only_the_arms_asked_for(tmp_path):
+  base = ablation.base_config(True, 500)
+  plan = [(arm, ablation.arm_config("objectives", arm, base, 24))
+          for arm in ablation.arms("objectives", quick=True)]
+  scores = {task: {"random": [0.5, 0.6], "electra": [0.7, 0.8]}
+            for task in ("movie_reviews", "trec")}
+  meta = {"command": "c", "commit": "x", "cpu": "cpu", "seeds": [0, 1], "wall_time": "1 min"}
+  quiet = dict(log=lambda line: None)
+  whole = ablation._write_results("objectives", str(tmp_path), plan, scores,
+                                  {"electra": {}}, meta, **quiet)
+  assert whole["pending_arms"] == [arm.name for arm, _ in plan if arm.name != "electra"]
+  some = ablation._write_results("objectives", str(tmp_path), plan, scores,
+                                 {"electra": {}}, meta, only_arms=["electra", "mlm"], **quiet)
+  assert some["pending_arms"] == ["mlm"]
+  assert "Still to run: mlm." in (tmp_path / "ablation_objectives.md").read_text()
+  assert some["rows"]["electra"]["average"]["mean"] == 75.0
