@@ -100,23 +100,31 @@ def checkpoints_of(run: str) -> list[tuple[int, str]]:
   return sorted((int(p.rsplit("-", 1)[1]), p) for p in prefixes)
 
 
+def run_config(run: str):
+  """The PretrainConfig of a pretrain.py --model_dir (a UserError if it has none)."""
+  from electra_tf.errors import UserError  # noqa: PLC0415
+  from electra_tf.training import artifacts  # noqa: PLC0415
+
+  found = artifacts.read_run_config(run)
+  if found is None:
+    raise UserError(f"{run} has no config.json; give pretrain.py --model_dir directories")
+  return found[1]
+
+
 def probe_run(run: str, batches: list[dict], shuffled_batches: list[dict], log=print) -> list[dict]:
   """One row per checkpoint of `run`: its scores in order and shuffled."""
   import tensorflow as tf  # noqa: PLC0415
   import tf_keras  # noqa: PLC0415
 
-  from electra_tf.errors import UserError  # noqa: PLC0415
-  from electra_tf.training import artifacts, pretraining  # noqa: PLC0415
+  from electra_tf.training import pretraining  # noqa: PLC0415
 
-  found = artifacts.read_run_config(run)
-  if found is None:
-    raise UserError(f"{run} has no config.json; give pretrain.py --model_dir directories")
-  config = found[1]
+  config = run_config(run)
+  tf_keras.backend.clear_session()
+  model = pretraining.build_model(config, tf.distribute.get_strategy(), fused_kernels=False)
+  model({k: tf.constant(v) for k, v in batches[0].items()})
   rows = []
   for step, prefix in checkpoints_of(run):
-    tf_keras.backend.clear_session()
-    model = pretraining.build_model(config, tf.distribute.get_strategy(), fused_kernels=False)
-    model({k: tf.constant(v) for k, v in batches[0].items()})
+    # Every checkpoint holds all of the model's variables: each read replaces them all.
     tf.train.Checkpoint(model=model).read(prefix).expect_partial()
     row = {"run": os.path.basename(os.path.normpath(run)), "objective": config.objective,
            "step": step}
@@ -153,15 +161,10 @@ def main() -> None:
   from electra_tf.cli import one_line_errors  # noqa: PLC0415
   from electra_tf.data import pipeline  # noqa: PLC0415
   from electra_tf.data.vocab import load_vocab  # noqa: PLC0415
-  from electra_tf.errors import UserError  # noqa: PLC0415
-  from electra_tf.training import artifacts  # noqa: PLC0415
 
   with one_line_errors():
     runs = [os.path.expanduser(r) for r in args.runs.split(",") if r]
-    first = artifacts.read_run_config(runs[0])
-    config = first[1] if first else None
-    if config is None:
-      raise UserError(f"{runs[0]} has no config.json; give pretrain.py --model_dir directories")
+    config = run_config(runs[0])
     dataset = pipeline.make_pretraining_dataset(
         os.path.expanduser(args.data), batch_size=128, max_seq_length=config.max_seq_length,
         max_predictions_per_seq=config.max_predictions_per_seq, mask_prob=config.mask_prob,
