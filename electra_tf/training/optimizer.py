@@ -92,12 +92,15 @@ class AdamWeightDecay(tf_keras.optimizers.legacy.Optimizer):
   fused_update = True
 
   def _resource_apply_dense(self, grad, var, apply_state=None):
-    if not self.fused_update:
-      return self._written_out_update(grad, var)
     dtype = var.dtype.base_dtype
     lr = self._decayed_lr(dtype) * self._lr_factor(var.name)
     beta_1 = tf.cast(self._get_hyper("beta_1"), dtype)
     beta_2 = tf.cast(self._get_hyper("beta_2"), dtype)
+    decays = bool(self.weight_decay_rate) and not _matches(var.name,
+                                                           self.exclude_from_weight_decay)
+    m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+    if not self.fused_update:
+      return self._written_out_update(grad, var, m, v, lr, beta_1, beta_2, decays)
     epsilon = tf.constant(self.epsilon, dtype)
     if self.bias_correction:
       # The kernel's step is lr * sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps'), which
@@ -108,32 +111,26 @@ class AdamWeightDecay(tf_keras.optimizers.legacy.Optimizer):
     else:  # powers of 0: the kernel's step is lr * m / (sqrt(v) + eps)
       beta_1_power = beta_2_power = tf.zeros([], dtype)
     deps = []
-    if self.weight_decay_rate and not _matches(var.name, self.exclude_from_weight_decay):
+    if decays:
       # var - lr * (adam + wd * var) = (var - lr * wd * var) - lr * adam: the decay first.
       deps.append(tf.raw_ops.ResourceApplyGradientDescent(
           var=var.handle, alpha=lr * self.weight_decay_rate, delta=tf.identity(var),
           use_locking=self._use_locking))
-    m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
     with tf.control_dependencies(deps):
       return tf.raw_ops.ResourceApplyAdam(
           var=var.handle, m=m.handle, v=v.handle, beta1_power=beta_1_power,
           beta2_power=beta_2_power, lr=lr, beta1=beta_1, beta2=beta_2, epsilon=epsilon,
           grad=grad, use_locking=self._use_locking)
 
-  def _written_out_update(self, grad, var):
-    dtype = var.dtype.base_dtype
-    lr = self._decayed_lr(dtype) * self._lr_factor(var.name)
-    beta_1 = tf.cast(self._get_hyper("beta_1"), dtype)
-    beta_2 = tf.cast(self._get_hyper("beta_2"), dtype)
-    m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+  def _written_out_update(self, grad, var, m, v, lr, beta_1, beta_2, decays: bool):
     m_t = m.assign(beta_1 * m + (1.0 - beta_1) * grad, use_locking=self._use_locking)
     v_t = v.assign(beta_2 * v + (1.0 - beta_2) * tf.square(grad), use_locking=self._use_locking)
     if self.bias_correction:
-      t = tf.cast(self.iterations + 1, dtype)
+      t = tf.cast(self.iterations + 1, var.dtype.base_dtype)
       m_t = m_t / (1.0 - tf.pow(beta_1, t))
       v_t = v_t / (1.0 - tf.pow(beta_2, t))
     update = m_t / (tf.sqrt(v_t) + self.epsilon)
-    if self.weight_decay_rate and not _matches(var.name, self.exclude_from_weight_decay):
+    if decays:
       update += self.weight_decay_rate * var
     return var.assign_sub(lr * update, use_locking=self._use_locking)
 
