@@ -20,6 +20,8 @@ Variants (each rebuilds the model with the earlier code path put back):
                         Adam kernel after the decay)
   float32_gelu          Model Garden's float32 activation layer under mixed bfloat16 (casts
                         of the [tokens, 4H] activations around the GELU, both ways)
+  per_variable_scalars  AdamW's learning rate, betas and Adam powers computed for each
+                        variable (before they were computed once per step and dtype)
 
 All variants share the batch and are timed in alternating rounds (median of `--reps`
 steps each), so a slow spell of this shared VM hits them alike. Prints a table and one
@@ -41,7 +43,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 VARIANTS = ("ours", "philox_dropout", "dropout_32bit_select", "unfused_gelu", "autodiff_gelu",
             "keras_layer_norm", "keras_attention", "tf_cross_entropy", "written_out_adam",
-            "float32_gelu")
+            "float32_gelu", "per_variable_scalars")
 
 
 @contextlib.contextmanager
@@ -58,7 +60,8 @@ def undone(variant: str):
                (layers.LayerNorm, "call"), (layers._SeededAttention, "_compute_attention"),
                (rtd, "sparse_cross_entropy"), (pretrainer.ElectraPretrainer, "_fuse"),
                (layers.ElectraTransformerBlock, "build"),
-               (optimizer.AdamWeightDecay, "fused_update")]
+               (optimizer.AdamWeightDecay, "fused_update"),
+               (optimizer.AdamWeightDecay, "_resource_apply_dense")]
   saved = [(owner, name, getattr(owner, name)) for owner, name in patchable]
 
   def call_32bit_select(self, inputs, training=None):
@@ -94,6 +97,14 @@ def undone(variant: str):
         tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
   elif variant == "written_out_adam":
     optimizer.AdamWeightDecay.fused_update = False
+  elif variant == "per_variable_scalars":
+    apply_dense = optimizer.AdamWeightDecay._resource_apply_dense
+
+    def apply_with_own_scalars(self, grad, var, apply_state=None):
+      key = (var.device, var.dtype.base_dtype)
+      return apply_dense(self, grad, var, {key: self._fallback_apply_state(*key)})
+
+    optimizer.AdamWeightDecay._resource_apply_dense = apply_with_own_scalars
   elif variant == "float32_gelu":
     build = layers.ElectraTransformerBlock.build
 

@@ -91,25 +91,36 @@ class AdamWeightDecay(tf_keras.optimizers.legacy.Optimizer):
   # bench/step_ab.py compare with.
   fused_update = True
 
+  def _prepare_local(self, var_device, var_dtype, apply_state):
+    """The step's scalars, once per (device, dtype) rather than once per variable: the
+    schedule's learning rate, the betas, the fused kernel's powers and epsilon."""
+    super()._prepare_local(var_device, var_dtype, apply_state)
+    coefficients = apply_state[(var_device, var_dtype)]
+    beta_1 = tf.identity(self._get_hyper("beta_1", var_dtype))
+    beta_2 = tf.identity(self._get_hyper("beta_2", var_dtype))
+    epsilon = tf.constant(self.epsilon, var_dtype)
+    t = tf.cast(self.iterations + 1, var_dtype)
+    if self.bias_correction:
+      # The kernel's step is lr * sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps'), which
+      # is lr * m_hat / (sqrt(v_hat) + eps) for eps' = eps * sqrt(1 - b2^t).
+      beta_1_power, beta_2_power = tf.pow(beta_1, t), tf.pow(beta_2, t)
+      fused_epsilon = epsilon * tf.sqrt(1.0 - beta_2_power)
+    else:  # powers of 0: the kernel's step is lr * m / (sqrt(v) + eps)
+      beta_1_power = beta_2_power = tf.zeros([], var_dtype)
+      fused_epsilon = epsilon
+    coefficients.update(beta_1=beta_1, beta_2=beta_2, t=t, beta_1_power=beta_1_power,
+                        beta_2_power=beta_2_power, fused_epsilon=fused_epsilon)
+
   def _resource_apply_dense(self, grad, var, apply_state=None):
-    dtype = var.dtype.base_dtype
-    lr = self._decayed_lr(dtype) * self._lr_factor(var.name)
-    beta_1 = tf.cast(self._get_hyper("beta_1"), dtype)
-    beta_2 = tf.cast(self._get_hyper("beta_2"), dtype)
+    key = (var.device, var.dtype.base_dtype)
+    c = (apply_state or {}).get(key) or self._fallback_apply_state(*key)
+    factor = self._lr_factor(var.name)
+    lr = c["lr_t"] * factor if factor != 1.0 else c["lr_t"]
     decays = bool(self.weight_decay_rate) and not _matches(var.name,
                                                            self.exclude_from_weight_decay)
     m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
     if not self.fused_update:
-      return self._written_out_update(grad, var, m, v, lr, beta_1, beta_2, decays)
-    epsilon = tf.constant(self.epsilon, dtype)
-    if self.bias_correction:
-      # The kernel's step is lr * sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps'), which
-      # is lr * m_hat / (sqrt(v_hat) + eps) for eps' = eps * sqrt(1 - b2^t).
-      t = tf.cast(self.iterations + 1, dtype)
-      beta_1_power, beta_2_power = tf.pow(beta_1, t), tf.pow(beta_2, t)
-      epsilon *= tf.sqrt(1.0 - beta_2_power)
-    else:  # powers of 0: the kernel's step is lr * m / (sqrt(v) + eps)
-      beta_1_power = beta_2_power = tf.zeros([], dtype)
+      return self._written_out_update(grad, var, m, v, lr, c, decays)
     deps = []
     if decays:
       # var - lr * (adam + wd * var) = (var - lr * wd * var) - lr * adam: the decay first.
@@ -118,17 +129,17 @@ class AdamWeightDecay(tf_keras.optimizers.legacy.Optimizer):
           use_locking=self._use_locking))
     with tf.control_dependencies(deps):
       return tf.raw_ops.ResourceApplyAdam(
-          var=var.handle, m=m.handle, v=v.handle, beta1_power=beta_1_power,
-          beta2_power=beta_2_power, lr=lr, beta1=beta_1, beta2=beta_2, epsilon=epsilon,
-          grad=grad, use_locking=self._use_locking)
+          var=var.handle, m=m.handle, v=v.handle, beta1_power=c["beta_1_power"],
+          beta2_power=c["beta_2_power"], lr=lr, beta1=c["beta_1"], beta2=c["beta_2"],
+          epsilon=c["fused_epsilon"], grad=grad, use_locking=self._use_locking)
 
-  def _written_out_update(self, grad, var, m, v, lr, beta_1, beta_2, decays: bool):
+  def _written_out_update(self, grad, var, m, v, lr, c, decays: bool):
+    beta_1, beta_2 = c["beta_1"], c["beta_2"]
     m_t = m.assign(beta_1 * m + (1.0 - beta_1) * grad, use_locking=self._use_locking)
     v_t = v.assign(beta_2 * v + (1.0 - beta_2) * tf.square(grad), use_locking=self._use_locking)
     if self.bias_correction:
-      t = tf.cast(self.iterations + 1, var.dtype.base_dtype)
-      m_t = m_t / (1.0 - tf.pow(beta_1, t))
-      v_t = v_t / (1.0 - tf.pow(beta_2, t))
+      m_t = m_t / (1.0 - tf.pow(beta_1, c["t"]))
+      v_t = v_t / (1.0 - tf.pow(beta_2, c["t"]))
     update = m_t / (tf.sqrt(v_t) + self.epsilon)
     if decays:
       update += self.weight_decay_rate * var
