@@ -350,6 +350,8 @@ def main() -> None:
   parser.add_argument("--max_train_examples", type=int,
                       help="train on the first N examples of each task's training split "
                            "(0: all of it)")
+  parser.add_argument("--max_seq_length", type=int,
+                      help="tokens per example for every task (longer ones are truncated)")
   args = parser.parse_args()
   base_recipe, base_tasks = ((RECIPE, TASKS) if args.protocol == "study"
                              else (AUTHORS_RECIPE, AUTHORS_TASKS))
@@ -374,6 +376,8 @@ def main() -> None:
       changes["epochs"] = args.epochs
     if args.max_train_examples is not None:
       changes["max_train_examples"] = args.max_train_examples or None
+    if args.max_seq_length is not None:
+      changes["max_seq_length"] = args.max_seq_length
     tasks[name] = dataclasses.replace(base_tasks[name], **changes)
   given = {"learning_rate": args.learning_rate, "layerwise_lr_decay": args.layerwise_lr_decay,
            "pooling": args.pooling, "adam_bias_correction": (
