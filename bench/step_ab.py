@@ -20,6 +20,8 @@ Variants (each rebuilds the model with the earlier code path put back):
                         Adam kernel after the decay)
   float32_gelu          Model Garden's float32 activation layer under mixed bfloat16 (casts
                         of the [tokens, 4H] activations around the GELU, both ways)
+  sum_kernel            the bias and LayerNorm parameter gradients by TensorFlow's Sum kernel
+                        (before elementwise.sum_rows' product with a row of ones)
   per_variable_scalars  AdamW's learning rate, betas and Adam powers computed for each
                         variable (before they were computed once per step and dtype)
 
@@ -43,7 +45,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 VARIANTS = ("ours", "philox_dropout", "dropout_32bit_select", "unfused_gelu", "autodiff_gelu",
             "keras_layer_norm", "keras_attention", "tf_cross_entropy", "written_out_adam",
-            "float32_gelu", "per_variable_scalars")
+            "float32_gelu", "per_variable_scalars", "sum_kernel")
 
 
 @contextlib.contextmanager
@@ -52,7 +54,7 @@ def undone(variant: str):
   import tensorflow as tf
   import tf_keras
 
-  from electra_tf.model import dropout, layers, pretrainer, rtd
+  from electra_tf.model import dropout, elementwise, layers, pretrainer, rtd
   from electra_tf.training import optimizer
 
   # Every attribute a variant may replace, restored on the way out.
@@ -61,7 +63,8 @@ def undone(variant: str):
                (rtd, "sparse_cross_entropy"), (pretrainer.ElectraPretrainer, "_fuse"),
                (layers.ElectraTransformerBlock, "build"),
                (optimizer.AdamWeightDecay, "fused_update"),
-               (optimizer.AdamWeightDecay, "_resource_apply_dense")]
+               (optimizer.AdamWeightDecay, "_resource_apply_dense"),
+               (elementwise, "sum_rows")]
   saved = [(owner, name, getattr(owner, name)) for owner, name in patchable]
 
   def call_32bit_select(self, inputs, training=None):
@@ -105,6 +108,8 @@ def undone(variant: str):
       return apply_dense(self, grad, var, {key: self._fallback_apply_state(*key)})
 
     optimizer.AdamWeightDecay._resource_apply_dense = apply_with_own_scalars
+  elif variant == "sum_kernel":
+    elementwise.sum_rows = lambda x: tf.reduce_sum(x, axis=0)
   elif variant == "float32_gelu":
     build = layers.ElectraTransformerBlock.build
 

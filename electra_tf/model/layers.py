@@ -11,7 +11,7 @@ import tf_keras
 from official.nlp.modeling import layers as nlp_layers
 
 from electra_tf.model.dropout import SeededDropout
-from electra_tf.model.elementwise import LayerNorm, exact_gelu
+from electra_tf.model.elementwise import EinsumDense, LayerNorm, exact_gelu
 
 
 def truncated_normal(stddev: float) -> tf_keras.initializers.Initializer:
@@ -169,9 +169,15 @@ class _SeededAttention(tf_keras.layers.MultiHeadAttention):
   The scores and the context are batched matmuls over heads-major [B, N, T, H] copies of
   the projections rather than Keras's einsums on [B, T, N, H]: the same products, which
   oneDNN runs faster in this layout, transposes included (measured by
-  `python bench/step_ab.py --variants=ours,keras_attention`; docs/benchmarks.md). Same
-  variables and outputs.
+  `python bench/step_ab.py --variants=ours,keras_attention`; docs/benchmarks.md). The
+  projections are elementwise.EinsumDense. Same variables and outputs.
   """
+
+  def _build_from_signature(self, query, value, key=None):
+    super()._build_from_signature(query, value, key)
+    # Unbuilt: the same projections with the bias gradient of elementwise.EinsumDense.
+    for name in ("_query_dense", "_key_dense", "_value_dense", "_output_dense"):
+      setattr(self, name, EinsumDense.from_config(getattr(self, name).get_config()))
 
   def _build_attention(self, rank):
     super()._build_attention(rank)
@@ -192,7 +198,8 @@ class _SeededAttention(tf_keras.layers.MultiHeadAttention):
 
 
 class ElectraTransformerBlock(nlp_layers.TransformerEncoderBlock):
-  """Model Garden's block with every dropout a SeededDropout (same variables and names)."""
+  """Model Garden's block with every dropout a SeededDropout, and the LayerNorms and
+  projections of elementwise.py (same variables and names)."""
 
   def build(self, input_shape):
     super().build(input_shape)
@@ -209,6 +216,8 @@ class ElectraTransformerBlock(nlp_layers.TransformerEncoderBlock):
     # Unbuilt too: the same LayerNorms with the written-out gradient.
     self._attention_layer_norm = LayerNorm.from_config(self._attention_layer_norm.get_config())
     self._output_layer_norm = LayerNorm.from_config(self._output_layer_norm.get_config())
+    self._intermediate_dense = EinsumDense.from_config(self._intermediate_dense.get_config())
+    self._output_dense = EinsumDense.from_config(self._output_dense.get_config())
     # Model Garden runs the activation layer in float32 under mixed bfloat16: a cast of the
     # [tokens, 4H] activations to float32 and back around it, forward and backward. GELU
     # (exact_gelu) computes in float32 inside and rounds once to its input's dtype, so in

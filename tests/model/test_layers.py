@@ -1,4 +1,4 @@
-"""exact_gelu (plain and XLA-fused), LayerNorm and attention equal TensorFlow's and Keras'
+"""exact_gelu (plain and XLA-fused), LayerNorm, EinsumDense and attention equal TensorFlow's and Keras'
 own: values and gradients."""
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from electra_tf.model import fused, layers
+from electra_tf.model import elementwise, fused, layers
 
 
 def _value_and_grads(fn, x, params=()):
@@ -127,3 +127,44 @@ def test_bfloat16_block_keeps_its_activation_in_bfloat16_bit_for_bit(use_fused):
   # Fused, the casts happen inside the XLA kernels: four fewer graph ops of [tokens, 4H]
   # (two forward, two backward). As TensorFlow ops, _gelu_ops does the same casts itself.
   assert casts(ours_fn) == casts(model_garden_fn) - (4 if use_fused else 0)
+
+
+@pytest.mark.parametrize("equation,bias_axes,out_shape", [
+    ("abc,cd->abd", "d", (None, 12)),           # the block's intermediate and output
+    ("abc,cde->abde", "de", (None, 3, 4)),      # attention's query, key and value
+    ("abc,cd->abd", "b", (5, 12)),              # a bias not over the trailing axes
+])
+def test_einsum_dense_matches_keras(equation, bias_axes, out_shape):
+  """elementwise.EinsumDense sums its bias gradient as a product with ones: the same
+  values and gradients as Keras' layer, whose bias add is differentiated by a Sum."""
+  x = tf.random.stateless_normal([2, 5, 8], seed=[1, 1])
+  ours = layers.EinsumDense(equation, output_shape=out_shape, bias_axes=bias_axes)
+  ref = tf_keras.layers.EinsumDense(equation, output_shape=out_shape, bias_axes=bias_axes)
+  ours(x)
+  ref(x)
+  ours.bias.assign(tf.random.stateless_normal(ours.bias.shape, seed=[2, 2]))
+  ref.set_weights(ours.get_weights())
+  upstream = tf.random.stateless_normal([2, 5, 12], seed=[4, 4])
+
+  def value_and_grads(layer):
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      y = layer(x)
+      loss = tf.reduce_sum(tf.reshape(y, upstream.shape) * upstream)
+    return [y] + tape.gradient(loss, [x, *layer.trainable_variables])
+
+  for a, b in zip(value_and_grads(ours), value_and_grads(ref), strict=True):
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-5)
+  assert [v.name for v in ours.weights] == [v.name.replace(ref.name, ours.name)
+                                            for v in ref.weights]
+
+
+def test_sum_rows_accumulates_bfloat16_in_float32():
+  # 4,096 rows of bfloat16: a bfloat16 running sum would lose the small terms; the
+  # product with ones rounds once, so it is within one bfloat16 ulp of the exact sum.
+  x = tf.cast(tf.random.stateless_uniform([4096, 8], seed=[3, 3]) + 0.01, tf.bfloat16)
+  exact = tf.reduce_sum(tf.cast(x, tf.float64), axis=0).numpy()
+  got = tf.cast(elementwise.sum_rows(x), tf.float64).numpy()
+  np.testing.assert_allclose(got, exact, rtol=2**-8)
+  np.testing.assert_allclose(elementwise.sum_rows(tf.cast(x, tf.float32)).numpy(), exact,
+                             rtol=1e-6)
