@@ -50,7 +50,7 @@ def sum_rows(x: tf.Tensor) -> tf.Tensor:
   step both ways; docs/benchmarks.md). It accumulates in float32 in either dtype.
   """
   ones = tf.ones([1, tf.shape(x)[0]], x.dtype)
-  return tf.matmul(ones, x)[0]
+  return tf.reshape(tf.matmul(ones, x), [-1])
 
 
 def _sum_leading(x: tf.Tensor, trailing: tf.TensorShape) -> tf.Tensor:

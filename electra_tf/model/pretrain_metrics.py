@@ -92,5 +92,13 @@ class PretrainMetrics(tf_keras.layers.Layer):
 
 
 def _hits(logits: tf.Tensor, targets: tf.Tensor) -> tf.Tensor:
-  """1.0 where the argmax of `logits` [..., V] equals `targets` [...], else 0.0."""
-  return tf.cast(tf.argmax(logits, -1, output_type=tf.int32) == targets, tf.float32)
+  """1.0 where the target's logit is the largest of `logits` [..., V] (the argmax, a tie
+  counting as a hit), else 0.0; `targets` [...] in [0, V).
+
+  The row maximum is the one the generator's sampler takes (rtd.sample_from_logits), which
+  TensorFlow's graph optimiser computes once for both: a gather then replaces a second pass
+  over the [..., V] logits for an ArgMax.
+  """
+  peak = tf.reduce_max(logits, axis=-1, keepdims=True)
+  target_logit = tf.gather(logits, targets[..., tf.newaxis], batch_dims=len(targets.shape))
+  return tf.cast(target_logit[..., 0] >= peak[..., 0], tf.float32)

@@ -9,6 +9,7 @@ from harness import Case, run_layer_test
 
 from electra_tf import features as F
 from electra_tf.config import EncoderConfig, PretrainConfig
+from electra_tf.model import pretrain_metrics
 from electra_tf.model.dropout import SeededDropout
 from electra_tf.model.elementwise import LayerNorm, exact_gelu
 from electra_tf.model.encoder import ElectraEncoder
@@ -215,3 +216,12 @@ def test_harness_catches_a_dropped_constructor_argument(tmp_path):
               lambda: (_hidden(B, L, H),), (B, 3), F32)
   with pytest.raises(AssertionError, match="drops 'initializer'"):
     run_layer_test(case, tmp_path)
+
+
+def test_generator_hits_are_the_argmax():
+  logits = tf.random.stateless_normal([3, 4, 50], seed=[1, 2])
+  targets = tf.constant([[int(tf.argmax(logits[i, j])) if (i + j) % 2 else (i * 7 + j) % 50
+                          for j in range(4)] for i in range(3)], tf.int32)
+  want = tf.cast(tf.argmax(logits, -1, output_type=tf.int32) == targets, tf.float32)
+  np.testing.assert_array_equal(pretrain_metrics._hits(logits, targets).numpy(), want.numpy())
+  assert 0 < want.numpy().mean() < 1

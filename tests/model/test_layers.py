@@ -1,5 +1,5 @@
-"""exact_gelu (plain and XLA-fused), LayerNorm, EinsumDense and attention equal TensorFlow's and Keras'
-own: values and gradients."""
+"""exact_gelu (plain and XLA-fused), LayerNorm, EinsumDense and attention equal
+TensorFlow's and Keras' own: values and gradients."""
 
 import numpy as np
 import pytest
