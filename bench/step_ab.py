@@ -20,8 +20,9 @@ Variants (each rebuilds the model with the earlier code path put back):
                         Adam kernel after the decay)
   float32_gelu          Model Garden's float32 activation layer under mixed bfloat16 (casts
                         of the [tokens, 4H] activations around the GELU, both ways)
-  sum_kernel            the bias and LayerNorm parameter gradients by TensorFlow's Sum kernel
-                        (before elementwise.sum_rows' product with a row of ones)
+  reduction_kernels     the bias and LayerNorm gradients' sums and row means by TensorFlow's
+                        Sum kernels (before elementwise.sum_rows and _row_dot's
+                        matrix-vector products)
   per_variable_scalars  AdamW's learning rate, betas and Adam powers computed for each
                         variable (before they were computed once per step and dtype)
 
@@ -45,7 +46,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 VARIANTS = ("ours", "philox_dropout", "dropout_32bit_select", "unfused_gelu", "autodiff_gelu",
             "keras_layer_norm", "keras_attention", "tf_cross_entropy", "written_out_adam",
-            "float32_gelu", "per_variable_scalars", "sum_kernel")
+            "float32_gelu", "per_variable_scalars", "reduction_kernels")
 
 
 @contextlib.contextmanager
@@ -64,7 +65,7 @@ def undone(variant: str):
                (layers.ElectraTransformerBlock, "build"),
                (optimizer.AdamWeightDecay, "fused_update"),
                (optimizer.AdamWeightDecay, "_resource_apply_dense"),
-               (elementwise, "sum_rows")]
+               (elementwise, "sum_rows"), (elementwise, "_row_dot")]
   saved = [(owner, name, getattr(owner, name)) for owner, name in patchable]
 
   def call_32bit_select(self, inputs, training=None):
@@ -108,8 +109,10 @@ def undone(variant: str):
       return apply_dense(self, grad, var, {key: self._fallback_apply_state(*key)})
 
     optimizer.AdamWeightDecay._resource_apply_dense = apply_with_own_scalars
-  elif variant == "sum_kernel":
+  elif variant == "reduction_kernels":
     elementwise.sum_rows = lambda x: tf.reduce_sum(x, axis=0)
+    elementwise._row_dot = lambda x, column: tf.reduce_sum(
+        x * tf.reshape(column, [-1]), axis=-1, keepdims=True)
   elif variant == "float32_gelu":
     build = layers.ElectraTransformerBlock.build
 

@@ -46,7 +46,7 @@ def sum_rows(x: tf.Tensor) -> tf.Tensor:
 
   The gradients of biases and LayerNorm parameters are such sums over every token. On CPU
   oneDNN's matrix-vector product does them several times faster than TensorFlow's Sum
-  kernel, in float32 and bfloat16 (`bench/step_ab.py --variants=ours,sum_kernel` times the
+  kernel, in float32 and bfloat16 (`bench/step_ab.py --variants=ours,reduction_kernels` times the
   step both ways; docs/benchmarks.md). It accumulates in float32 in either dtype.
   """
   ones = tf.ones([1, tf.shape(x)[0]], x.dtype)
@@ -57,6 +57,12 @@ def _sum_leading(x: tf.Tensor, trailing: tf.TensorShape) -> tf.Tensor:
   """x summed over every axis before its last len(trailing), shaped `trailing`."""
   width = trailing.num_elements()
   return tf.reshape(sum_rows(tf.reshape(x, [-1, width])), trailing)
+
+
+def _row_dot(x: tf.Tensor, column: tf.Tensor) -> tf.Tensor:
+  """x [..., n] times column [n, 1] along the last axis: [..., 1]."""
+  rows = tf.matmul(tf.reshape(x, [-1, tf.shape(x)[-1]]), column)
+  return tf.reshape(rows, tf.concat([tf.shape(x)[:-1], [1]], 0))
 
 
 @tf.custom_gradient
@@ -81,11 +87,14 @@ def _layer_norm(x: tf.Tensor, gamma: tf.Tensor, beta: tf.Tensor, epsilon: float)
     normed = centred * rstd
 
     def grad(upstream):
-      d_gamma = _sum_leading(upstream * normed, gamma.shape)
+      scaled = upstream * normed
+      d_gamma = _sum_leading(scaled, gamma.shape)
       d_beta = _sum_leading(upstream, beta.shape)
-      d_normed = upstream * gamma
-      d_x = rstd * (d_normed - tf.reduce_mean(d_normed, axis=-1, keepdims=True)
-                    - normed * tf.reduce_mean(d_normed * normed, axis=-1, keepdims=True))
+      # The row means of upstream * gamma and upstream * gamma * normed, as products with
+      # gamma / H: two matrix-vector products instead of two products and two Means.
+      column = tf.reshape(gamma, [-1, 1]) / tf.cast(tf.shape(gamma)[0], gamma.dtype)
+      d_x = rstd * (upstream * gamma - _row_dot(upstream, column)
+                    - normed * _row_dot(scaled, column))
       return d_x, d_gamma, d_beta
 
     return normed * gamma + beta, grad
