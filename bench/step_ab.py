@@ -21,8 +21,7 @@ Variants (each rebuilds the model with the earlier code path put back):
   float32_gelu          Model Garden's float32 activation layer under mixed bfloat16 (casts
                         of the [tokens, 4H] activations around the GELU, both ways)
   reduction_kernels     the bias and LayerNorm gradients' sums and row means by TensorFlow's
-                        Sum kernels (before elementwise.sum_rows and _row_dot's
-                        matrix-vector products)
+                        reduction kernels (before elementwise's matrix-vector products)
   per_variable_scalars  AdamW's learning rate, betas and Adam powers computed for each
                         variable (before they were computed once per step and dtype)
 
@@ -65,7 +64,7 @@ def undone(variant: str):
                (layers.ElectraTransformerBlock, "build"),
                (optimizer.AdamWeightDecay, "fused_update"),
                (optimizer.AdamWeightDecay, "_resource_apply_dense"),
-               (elementwise, "sum_rows"), (elementwise, "_row_dot")]
+               (elementwise, "_products")]
   saved = [(owner, name, getattr(owner, name)) for owner, name in patchable]
 
   def call_32bit_select(self, inputs, training=None):
@@ -110,9 +109,7 @@ def undone(variant: str):
 
     optimizer.AdamWeightDecay._resource_apply_dense = apply_with_own_scalars
   elif variant == "reduction_kernels":
-    elementwise.sum_rows = lambda x: tf.reduce_sum(x, axis=0)
-    elementwise._row_dot = lambda x, column: tf.reduce_sum(
-        x * tf.reshape(column, [-1]), axis=-1, keepdims=True)
+    elementwise._products = lambda: False
   elif variant == "float32_gelu":
     build = layers.ElectraTransformerBlock.build
 

@@ -46,32 +46,49 @@ def sum_rows(x: tf.Tensor) -> tf.Tensor:
 
   The gradients of biases and LayerNorm parameters are such sums over every token. On CPU
   oneDNN's matrix-vector product does them several times faster than TensorFlow's Sum
-  kernel, in float32 and bfloat16 (`bench/step_ab.py --variants=ours,reduction_kernels` times the
-  step both ways; docs/benchmarks.md). It accumulates in float32 in either dtype.
+  kernel, in float32 and bfloat16 (`bench/step_ab.py --variants=ours,reduction_kernels`
+  times the step both ways; docs/benchmarks.md). It accumulates in float32 in either dtype.
   """
   ones = tf.ones([1, tf.shape(x)[0]], x.dtype)
   return tf.reshape(tf.matmul(ones, x), [-1])
 
 
-def _sum_leading(x: tf.Tensor, trailing: tf.TensorShape) -> tf.Tensor:
+def _products() -> bool:
+  """Whether the gradients traced now sum rows by matrix-vector products: in the
+  pretrainer's training forward pass off XLA (where `fused` kernels are on). Under XLA a
+  product with ones is a dot, which XLA's CPU backend runs far slower than its reductions;
+  elsewhere (fine-tuning, evaluation) TensorFlow's reductions are kept."""
+  return fused.active()
+
+
+def _sum_leading(x: tf.Tensor, trailing: tf.TensorShape, products: bool) -> tf.Tensor:
   """x summed over every axis before its last len(trailing), shaped `trailing`."""
-  width = trailing.num_elements()
-  return tf.reshape(sum_rows(tf.reshape(x, [-1, width])), trailing)
+  rows = tf.reshape(x, [-1, trailing.num_elements()])
+  return tf.reshape(sum_rows(rows) if products else tf.reduce_sum(rows, axis=0), trailing)
 
 
-def _row_dot(x: tf.Tensor, column: tf.Tensor) -> tf.Tensor:
-  """x [..., n] times column [n, 1] along the last axis: [..., 1]."""
+def _row_mean(x: tf.Tensor, gamma: tf.Tensor, products: bool) -> tf.Tensor:
+  """The mean of x * gamma along x's last axis, [..., 1]: a matrix-vector product with
+  gamma / n if `products`."""
+  if not products:
+    return tf.reduce_mean(x * gamma, axis=-1, keepdims=True)
+  column = tf.reshape(gamma, [-1, 1]) / tf.cast(tf.shape(gamma)[0], gamma.dtype)
   rows = tf.matmul(tf.reshape(x, [-1, tf.shape(x)[-1]]), column)
   return tf.reshape(rows, tf.concat([tf.shape(x)[:-1], [1]], 0))
 
 
-@tf.custom_gradient
-def add_bias(x: tf.Tensor, bias: tf.Tensor):
-  """x + bias, where bias [...] has the shape of x's trailing axes; the bias gradient is
-  the upstream summed over the leading axes by `sum_rows`."""
+def add_bias(x: tf.Tensor, bias: tf.Tensor) -> tf.Tensor:
+  """x + bias, where bias [...] has the shape of x's trailing axes; in the pretrainer's
+  step off XLA its gradient is summed by `sum_rows`."""
+  if not _products():
+    return x + bias
+  return _add_bias(x, bias)
 
+
+@tf.custom_gradient
+def _add_bias(x: tf.Tensor, bias: tf.Tensor):
   def grad(upstream):
-    return upstream, _sum_leading(upstream, bias.shape)
+    return upstream, _sum_leading(upstream, bias.shape, products=True)
 
   return x + bias, grad
 
@@ -85,16 +102,16 @@ def _layer_norm(x: tf.Tensor, gamma: tf.Tensor, beta: tf.Tensor, epsilon: float)
     centred = x - mean
     rstd = tf.math.rsqrt(tf.reduce_mean(tf.square(centred), axis=-1, keepdims=True) + epsilon)
     normed = centred * rstd
+    products = _products()  # decided where the forward pass is traced
 
     def grad(upstream):
       scaled = upstream * normed
-      d_gamma = _sum_leading(scaled, gamma.shape)
-      d_beta = _sum_leading(upstream, beta.shape)
-      # The row means of upstream * gamma and upstream * gamma * normed, as products with
-      # gamma / H: two matrix-vector products instead of two products and two Means.
-      column = tf.reshape(gamma, [-1, 1]) / tf.cast(tf.shape(gamma)[0], gamma.dtype)
-      d_x = rstd * (upstream * gamma - _row_dot(upstream, column)
-                    - normed * _row_dot(scaled, column))
+      d_gamma = _sum_leading(scaled, gamma.shape, products)
+      d_beta = _sum_leading(upstream, beta.shape, products)
+      # d_x = rstd * (g - mean(g) - normed * mean(g * normed)) for g = upstream * gamma; as
+      # products, the two row means need no [..., H] multiply of their own.
+      d_x = rstd * (upstream * gamma - _row_mean(upstream, gamma, products)
+                    - normed * _row_mean(scaled, gamma, products))
       return d_x, d_gamma, d_beta
 
     return normed * gamma + beta, grad
@@ -130,7 +147,7 @@ class EinsumDense(tf_keras.layers.EinsumDense):
   """
 
   def call(self, inputs):
-    if self.bias is None or self.activation is not None:
+    if self.bias is None or self.activation not in (None, tf_keras.activations.linear):
       return super().call(inputs)
     out = tf.einsum(self.equation, inputs, self.kernel)
     bias = tf.convert_to_tensor(self.bias)

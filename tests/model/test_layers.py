@@ -49,8 +49,11 @@ def test_exact_gelu_bfloat16_rounds_the_float32_result(use_fused):
   np.testing.assert_allclose(tf.cast(dx, tf.float32), dx_ref, rtol=2**-8, atol=1e-3)
 
 
+@pytest.mark.parametrize("products", [False, True], ids=["reductions", "products"])
 @pytest.mark.parametrize("shape", [(4, 16, 32), (8, 48)])
-def test_layer_norm_matches_keras(shape):
+def test_layer_norm_matches_keras(shape, products):
+  # products: as traced in the pretrainer's step off XLA (fused.enabled), where the
+  # gradient's sums and row means are matrix-vector products.
   x = tf.random.stateless_normal(shape, seed=[7, 8]) * 2.0 + 0.5
   ours = layers.LayerNorm(epsilon=1e-12, dtype=tf.float32)
   ref = tf_keras.layers.LayerNormalization(epsilon=1e-12, dtype=tf.float32)
@@ -59,7 +62,8 @@ def test_layer_norm_matches_keras(shape):
   for layer in (ours, ref):
     layer.gamma.assign(tf.random.stateless_normal([shape[-1]], seed=[9, 9]) + 1.0)
     layer.beta.assign(tf.random.stateless_normal([shape[-1]], seed=[9, 10]))
-  a = _value_and_grads(ours, x, [ours.gamma, ours.beta])
+  with fused.enabled(products):
+    a = _value_and_grads(ours, x, [ours.gamma, ours.beta])
   b = _value_and_grads(ref, x, [ref.gamma, ref.beta])
   for got, want in zip(a, b):
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-5, atol=2e-5)
@@ -134,9 +138,11 @@ def test_bfloat16_block_keeps_its_activation_in_bfloat16_bit_for_bit(use_fused):
     ("abc,cde->abde", "de", (None, 3, 4)),      # attention's query, key and value
     ("abc,cd->abd", "b", (5, 12)),              # a bias not over the trailing axes
 ])
-def test_einsum_dense_matches_keras(equation, bias_axes, out_shape):
-  """elementwise.EinsumDense sums its bias gradient as a product with ones: the same
-  values and gradients as Keras' layer, whose bias add is differentiated by a Sum."""
+@pytest.mark.parametrize("products", [False, True], ids=["reductions", "products"])
+def test_einsum_dense_matches_keras(equation, bias_axes, out_shape, products):
+  """elementwise.EinsumDense (in the pretrainer's step off XLA, a bias gradient summed as
+  a product with ones): the same values and gradients as Keras' layer, whose bias add is
+  differentiated by a Sum."""
   x = tf.random.stateless_normal([2, 5, 8], seed=[1, 1])
   ours = layers.EinsumDense(equation, output_shape=out_shape, bias_axes=bias_axes)
   ref = tf_keras.layers.EinsumDense(equation, output_shape=out_shape, bias_axes=bias_axes)
@@ -153,8 +159,15 @@ def test_einsum_dense_matches_keras(equation, bias_axes, out_shape):
       loss = tf.reduce_sum(tf.reshape(y, upstream.shape) * upstream)
     return [y] + tape.gradient(loss, [x, *layer.trainable_variables])
 
-  for a, b in zip(value_and_grads(ours), value_and_grads(ref), strict=True):
+  with fused.enabled(products):
+    got = value_and_grads(ours)
+  for a, b in zip(got, value_and_grads(ref), strict=True):
     np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-5)
+  # Which way the bias gradient was summed: a MatMul (the einsum is an Einsum op) or not.
+  with fused.enabled(products):
+    graph = tf.function(lambda: value_and_grads(ours)).get_concrete_function().graph
+  summed_by_product = any(op.type == "MatMul" for op in graph.get_operations())
+  assert summed_by_product == (products and bias_axes != "b")
   assert [v.name for v in ours.weights] == [v.name.replace(ref.name, ours.name)
                                             for v in ref.weights]
 
