@@ -25,7 +25,6 @@ shuffle is seeded, so two invocations print the same figures.
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import sys
@@ -95,9 +94,9 @@ def scores(model, batches: list[dict]) -> dict:
 
 def checkpoints_of(run: str) -> list[tuple[int, str]]:
   """[(step, prefix)] of a run's checkpoints, oldest first."""
-  pattern = os.path.join(run, "checkpoints", "ckpt-*.index")
-  prefixes = [p[:-len(".index")] for p in glob.glob(pattern)]
-  return sorted((int(p.rsplit("-", 1)[1]), p) for p in prefixes)
+  from electra_tf.training import resume  # noqa: PLC0415
+
+  return sorted(resume.numbered(os.path.join(run, "checkpoints")))
 
 
 def run_config(run: str):
