@@ -336,6 +336,20 @@ def _commit() -> str:
     return "unknown"
 
 
+def _command_line(argv: list[str]) -> str:
+  """The study's command as a user reruns it from the checkout: paths inside the
+  repository relative to its root (the table is read in a clone, not on this disk)."""
+  root = os.path.dirname(HERE)
+
+  def relative(arg: str) -> str:
+    flag, eq, value = arg.partition("=")
+    if eq and os.path.isabs(value) and value.startswith(root + os.sep):
+      return f"{flag}={os.path.relpath(value, root)}"
+    return arg
+
+  return " ".join(["python", "bench/ablation.py", *map(relative, argv)])
+
+
 def _check_settings(ledger: str, quick: bool, steps: int, seeds: list[int],
                     overrides: dict | None = None) -> None:
   """Records what the results in `ledger` (the ledger, or the workdir of the arms'
@@ -428,7 +442,7 @@ def run_study(study: str, workdir: str, quick: bool = False, results_dir: str | 
   steps = steps or (QUICK_STEPS if quick else ELECTRA_STEPS)
   seeds = list(QUICK_SEEDS if quick else SEEDS)
   plan = [(arm, arm_config(study, arm, base, steps)) for arm in study_arms]
-  meta = {"command": " ".join(["python", "bench/ablation.py", *sys.argv[1:]]) if not quick
+  meta = {"command": _command_line(sys.argv[1:]) if not quick
           else f"python bench/ablation.py --study={study} --quick", "commit": _commit(),
           "cpu": _cpu(), "seeds": seeds, "miniature": QUICK if quick else MINIATURE,
           "vocab_size": base.model.vocab_size, "miniature_overrides": overrides or {},

@@ -72,3 +72,12 @@ def test_tables_list_as_pending_only_the_arms_asked_for(tmp_path):
   assert some["pending_arms"] == ["mlm"]
   assert "Still to run: mlm." in (tmp_path / "ablation_objectives.md").read_text()
   assert some["rows"]["electra"]["average"]["mean"] == 75.0
+
+
+def test_command_names_paths_in_the_checkout_relative_to_it(tmp_path):
+  inside = os.path.join(ablation.HERE, "results", "ablation", "budget_4x")
+  line = ablation._command_line(["--study=objectives", f"--results_dir={inside}",
+                                 f"--workdir={tmp_path}", "--steps=24000"])
+  assert line == ("python bench/ablation.py --study=objectives "
+                  f"--results_dir=bench/results/ablation/budget_4x --workdir={tmp_path} "
+                  "--steps=24000")
