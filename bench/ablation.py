@@ -92,11 +92,14 @@ class Arm:
     name: the arm's directory and row name.
     changes: PretrainConfig changes on top of the miniature.
     checkpoints_at: fractions of the run whose checkpoints are fine-tuned too.
+    same_as: (study, arm) of another study whose run is this arm's (the same config);
+      adopt_identical_run takes its finished records instead of pretraining it again.
   """
 
   name: str
   changes: dict
   checkpoints_at: tuple[float, ...] = ()
+  same_as: tuple[str, str] | None = None
 
 
 def base_config(quick: bool, vocab_size: int, overrides: dict | None = None) -> PretrainConfig:
@@ -150,10 +153,14 @@ def arms(study: str, quick: bool = False) -> list[Arm]:
             Arm("two_stage", {"generator_fraction": 1.0, "embedding_sharing": "none",
                               "two_stage": True})]
   if study == "generator_size":
-    return [Arm(f"generator_{name}", {"generator_fraction": fraction})
+    # The miniature's generator is half as wide: that arm is the objectives study's electra.
+    return [Arm(f"generator_{name}", {"generator_fraction": fraction},
+                same_as=("objectives", "electra") if fraction == 0.5 else None)
             for name, fraction in (("1_8", 0.125), ("1_4", 0.25), ("1_2", 0.5), ("1", 1.0))]
   if study == "sharing":
-    return [Arm(mode, {"generator_fraction": 1.0, "embedding_sharing": mode})
+    # Tied embeddings are the default: that arm is the generator-size study's widest.
+    return [Arm(mode, {"generator_fraction": 1.0, "embedding_sharing": mode},
+                same_as=("generator_size", "generator_1") if mode == "tied" else None)
             for mode in ("none", "tied", "all", "gdes")]
   raise ValueError(f"unknown study {study!r}")
 
@@ -169,6 +176,64 @@ def arm_config(study: str, arm: Arm, base: PretrainConfig, steps: int) -> Pretra
   candidate = _with_steps(config, steps, two_stage)
   per_step = flops.run_flops(candidate) / steps  # two-stage: the mean over its stages
   return _with_steps(config, int(budget // per_step), two_stage)
+
+
+def adopt_identical_run(ledger_root: str, study: str, arm: Arm, config: PretrainConfig,
+                        base: PretrainConfig, steps: int, seeds: list[int], quick: bool,
+                        log=print) -> bool:
+  """Fills the ledger's records of `arm` from the run `arm.same_as` names, if that is the
+  same run: both ledgers hold the same settings, the two arms' configs are equal, that run
+  is finished (its pretraining record and every fine-tuning run) and any record of `arm`
+  already in the ledger agrees with it. Returns whether it was taken; a study pretrains
+  the arm itself otherwise."""
+  if arm.same_as is None:
+    return False
+  other_study, other_name = arm.same_as
+  source = f"{other_study}/{other_name}"
+  other_arm = next(a for a in arms(other_study, quick) if a.name == other_name)
+  ledger, other_ledger = (os.path.join(ledger_root, s) for s in (study, other_study))
+  recorded = []
+  for path in (os.path.join(d, "settings.json") for d in (ledger, other_ledger)):
+    if os.path.exists(path):
+      with open(path, encoding="utf-8") as f:
+        recorded.append(json.load(f))
+  record_path = os.path.join(other_ledger, "pretrain", f"{other_name}.json")
+  other_finetune = os.path.join(other_ledger, "finetune")
+  why = None
+  if len(recorded) < 2 or recorded[0] != recorded[1]:
+    why = f"{other_ledger} holds other settings or none"
+  elif arm_config(other_study, other_arm, base, steps) != config:
+    why = f"{source} has another config"
+  elif not os.path.exists(record_path) or ablation_finetune.pending(
+      {other_name: None}, seeds, other_finetune, quick):
+    why = f"{source} has not finished"
+  copies = {}
+  for setting in ablation_finetune.settings(quick).values():
+    if why:
+      break
+    name = f"{setting.name}.jsonl"
+    theirs = {r["seed"]: r for r in ablation_finetune.read_jsonl(
+        os.path.join(other_finetune, name)) if r["encoder"] == other_name and r["seed"] in seeds}
+    ours = {r["seed"]: r for r in ablation_finetune.read_jsonl(
+        os.path.join(ledger, "finetune", name)) if r["encoder"] == arm.name}
+    if any(r["accuracy"] != theirs.get(seed, {}).get("accuracy") for seed, r in ours.items()):
+      why = f"this ledger's {arm.name} runs differ from {source}'s"
+    copies[name] = [{**theirs[seed], "encoder": arm.name, "same_run": source}
+                    for seed in seeds if seed not in ours]
+  if why:
+    log(f"arm {arm.name}: pretrained here ({why})")
+    return False
+  with open(record_path, encoding="utf-8") as f:
+    record = {**json.load(f), "same_run": source}
+  os.makedirs(os.path.join(ledger, "pretrain"), exist_ok=True)
+  atomic.atomic_write_text(os.path.join(ledger, "pretrain", f"{arm.name}.json"),
+                           json.dumps(record, indent=2))
+  os.makedirs(os.path.join(ledger, "finetune"), exist_ok=True)
+  for name, lines in copies.items():
+    with open(os.path.join(ledger, "finetune", name), "a", encoding="utf-8") as f:
+      f.writelines(json.dumps(line) + "\n" for line in lines)
+  log(f"arm {arm.name}: the same run as {source}; its records are taken from that ledger")
+  return True
 
 
 def prepare_data(workdir: str, ledger_root: str, quick: bool, log=print,
@@ -289,6 +354,11 @@ def markdown(study: str, rows: dict, meta: dict) -> str:
     cells.append(f"**{row['average']['mean']:.2f} ± {row['average']['stderr']:.2f}**")
     cells.append("" if row.get("paper_glue") is None else f"{row['paper_glue']}")
     lines.append("| " + " | ".join(cells) + " |")
+  shared = [f"{name} is {row['pretrain']['same_run']}" for name, row in ordered
+            if row.get("pretrain", {}).get("same_run")]
+  if shared:
+    lines += ["", f"The same run as another study's arm (same config and settings; its "
+              f"records are copied from that ledger): {'; '.join(shared)}."]
   return "\n".join(lines) + "\n"
 
 
@@ -470,7 +540,8 @@ def run_study(study: str, workdir: str, quick: bool = False, results_dir: str | 
     all_encoders.update(encoders)
     finished = os.path.exists(record_path) and not ablation_finetune.pending(
         encoders, seeds, finetune_dir, quick)
-    if not finished:
+    if not finished and not adopt_identical_run(ledger_root, study, arm, config, base, steps,
+                                                seeds, quick, log):
       log(f"arm {arm.name}: {config.num_train_steps} steps, "
           f"{flops.run_flops(config) / 1e15:.3f} PFLOP")
       # A toy run skips the fused kernels: their XLA compiles would dominate its minutes.

@@ -231,7 +231,7 @@ def finetune_all(encoder_config: EncoderConfig, vocab_path: str, encoders: dict[
   parts = parts or {}
   for setting in (tasks or settings(quick)).values():
     path = os.path.join(results_dir, f"{setting.name}.jsonl")
-    done = _read_jsonl(path)
+    done = read_jsonl(path)
     todo = _not_done(done, encoders, seeds)
     if todo:
       tuner = _tuner(encoder_config, setting, vocab_path, tokenizer, quick, recipe)
@@ -276,7 +276,7 @@ def pending(encoders: dict, seeds: list[int], results_dir: str, quick: bool = Fa
   """The (task, encoder, seed) runs of `encoders` not yet in `results_dir`."""
   out = []
   for setting in settings(quick).values():
-    done = _read_jsonl(os.path.join(results_dir, f"{setting.name}.jsonl"))
+    done = read_jsonl(os.path.join(results_dir, f"{setting.name}.jsonl"))
     out += [(setting.name, name, seed) for name, seed in _not_done(done, encoders, seeds)]
   return out
 
@@ -287,7 +287,7 @@ def _not_done(done: list[dict], encoders: dict, seeds: list[int]) -> list[tuple[
   return [(name, seed) for name in encoders for seed in seeds if (name, seed) not in finished]
 
 
-def _read_jsonl(path: str) -> list[dict]:
+def read_jsonl(path: str) -> list[dict]:
   if not os.path.exists(path):
     return []
   with open(path, encoding="utf-8") as f:

@@ -1,6 +1,8 @@
 """bench/ablation.py's changed miniatures: overrides reach the config and guard the ledger."""
 
+import json
 import os
+import shutil
 import sys
 
 import pytest
@@ -81,3 +83,85 @@ def test_command_names_paths_in_the_checkout_relative_to_it(tmp_path):
   assert line == ("python bench/ablation.py --study=objectives "
                   f"--results_dir=bench/results/ablation/budget_4x --workdir={tmp_path} "
                   "--steps=24000")
+
+
+def _ledger_with_electra(root, seeds, accuracy=0.75):
+  """An objectives ledger (the study's settings) whose electra arm has finished."""
+  ablation._check_settings(str(root / "objectives"), False, 6000, seeds)  # noqa: SLF001
+  (root / "objectives" / "pretrain").mkdir()
+  (root / "objectives" / "pretrain" / "electra.json").write_text('{"steps": 6000}')
+  (root / "objectives" / "finetune").mkdir()
+  for task in ("movie_reviews", "trec"):
+    lines = [{"encoder": name, "seed": seed, "accuracy": accuracy + 0.01 * seed + bonus}
+             for name, bonus in (("electra", 0.0), ("mlm", 0.1)) for seed in seeds]
+    (root / "objectives" / "finetune" / f"{task}.jsonl").write_text(
+        "".join(json.dumps(line) + "\n" for line in lines))
+
+
+def _adopt(root, seeds, log=None):
+  # The toy budget's generator is a quarter as wide: no arm of its is another study's.
+  base = ablation.base_config(False, 8192)
+  arm = next(a for a in ablation.arms("generator_size") if a.name == "generator_1_2")
+  config = ablation.arm_config("generator_size", arm, base, 6000)
+  return ablation.adopt_identical_run(str(root), "generator_size", arm, config, base, 6000,
+                                      seeds, False, log or (lambda line: None))
+
+
+def _records(path):
+  return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_an_arm_that_is_another_studys_run_takes_its_records(tmp_path):
+  seeds = [0, 1]
+  _ledger_with_electra(tmp_path, seeds)
+  ledger = tmp_path / "generator_size"
+  ablation._check_settings(str(ledger), False, 6000, seeds)  # noqa: SLF001
+  # A run of it already in the ledger, agreeing with the other study's: kept, not doubled.
+  (ledger / "finetune").mkdir()
+  (ledger / "finetune" / "trec.jsonl").write_text(
+      json.dumps({"encoder": "generator_1_2", "seed": 0, "accuracy": 0.75}) + "\n")
+  assert _adopt(tmp_path, seeds)
+  for task in ("movie_reviews", "trec"):
+    ours = _records(ledger / "finetune" / f"{task}.jsonl")
+    assert sorted((r["encoder"], r["seed"]) for r in ours) == [("generator_1_2", 0),
+                                                              ("generator_1_2", 1)]
+    assert {r["seed"]: r["accuracy"] for r in ours} == {0: 0.75, 1: 0.76}
+  record = json.loads((ledger / "pretrain" / "generator_1_2.json").read_text())
+  assert record == {"steps": 6000, "same_run": "objectives/electra"}
+  # Resumed, the study finds nothing of the arm to run.
+  assert not ablation.ablation_finetune.pending({"generator_1_2": None}, seeds,
+                                                str(ledger / "finetune"), True)
+  rows = {"generator_1_2": {"movie_reviews": {"mean": 75.5, "stderr": 0.5, "seeds": [75, 76]},
+                            "average": {"mean": 75.5, "stderr": 0.5}, "pretrain": record}}
+  meta = {"command": "c", "commit": "x", "cpu": "cpu", "seeds": seeds, "wall_time": "1 min"}
+  assert "generator_1_2 is objectives/electra" in ablation.markdown("generator_size", rows, meta)
+
+
+def test_an_arm_is_pretrained_unless_the_other_run_is_the_same_and_finished(tmp_path):
+  seeds = [0, 1]
+  messages = []
+  _ledger_with_electra(tmp_path, seeds)
+  # Other settings in this study's ledger (another budget): not the same run.
+  ablation._check_settings(str(tmp_path / "generator_size"), False, 12000, seeds)  # noqa: SLF001
+  assert not _adopt(tmp_path, seeds, messages.append)
+  assert "other settings" in messages[-1]
+  shutil.rmtree(tmp_path / "generator_size")
+  ablation._check_settings(str(tmp_path / "generator_size"), False, 6000, seeds)  # noqa: SLF001
+  # A seed the other study has not fine-tuned yet.
+  assert not _adopt(tmp_path, [0, 1, 2], messages.append)
+  assert "has not finished" in messages[-1]
+  # A run of this arm already recorded that the other study's does not match.
+  (tmp_path / "generator_size" / "finetune").mkdir()
+  (tmp_path / "generator_size" / "finetune" / "trec.jsonl").write_text(
+      json.dumps({"encoder": "generator_1_2", "seed": 1, "accuracy": 0.5}) + "\n")
+  assert not _adopt(tmp_path, seeds, messages.append)
+  assert "differ" in messages[-1]
+  assert not (tmp_path / "generator_size" / "pretrain").exists()
+  assert len(_records(tmp_path / "generator_size" / "finetune" / "trec.jsonl")) == 1
+  # The arms named the same run have equal configs at the study's own budget too.
+  base = ablation.base_config(False, 8192)
+  for study, name in (("generator_size", "generator_1_2"), ("sharing", "tied")):
+    arm = next(a for a in ablation.arms(study) if a.name == name)
+    other = next(a for a in ablation.arms(arm.same_as[0]) if a.name == arm.same_as[1])
+    assert (ablation.arm_config(study, arm, base, ablation.ELECTRA_STEPS)
+            == ablation.arm_config(arm.same_as[0], other, base, ablation.ELECTRA_STEPS))
