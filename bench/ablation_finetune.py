@@ -304,6 +304,40 @@ def mean_and_stderr(values: list[float]) -> tuple[float, float]:
   return mean, math.sqrt(var / n)
 
 
+def record_settings(results_dir: str, settings_now: dict) -> None:
+  """Records in `results_dir`/settings.json how its results are fine-tuned (recipe, encoder
+  sizes, the vocab's md5, restored parts, task settings); refuses, with a one-line error,
+  to add results made another way. A settings.json that names the vocab by its path is read
+  as that file's md5 (if the file is still there) and rewritten with it."""
+  from electra_tf import atomic  # noqa: PLC0415
+  from electra_tf.data.vocab import load_vocab  # noqa: PLC0415
+
+  os.makedirs(results_dir, exist_ok=True)
+  settings_path = os.path.join(results_dir, "settings.json")
+  if os.path.exists(settings_path):
+    with open(settings_path, encoding="utf-8") as f:
+      recorded = json.load(f)
+    legacy = recorded.pop("vocab", None)
+    if legacy is not None and "vocab_md5" not in recorded and os.path.exists(legacy):
+      recorded["vocab_md5"] = load_vocab(legacy).md5
+    for key, what in (("recipe", "recipe"), ("encoder", "encoder"), ("vocab_md5", "vocab")):
+      if recorded.get(key) != settings_now[key]:
+        raise SystemExit(f"error: {results_dir} holds results fine-tuned with another {what} "
+                         f"({settings_path}); use another --results_dir")
+    for name, setting in settings_now["tasks"].items():
+      if name in recorded["tasks"] and recorded["tasks"][name] != setting:
+        raise SystemExit(f"error: {results_dir} holds {name} results fine-tuned with "
+                         f"other task settings ({settings_path}); use another --results_dir")
+    for name, part in settings_now["parts"].items():
+      if recorded["parts"].get(name, part) != part:
+        raise SystemExit(f"error: {results_dir} holds results of encoder {name} with "
+                         f"another part restored; use another name")
+    recorded["tasks"].update(settings_now["tasks"])
+    recorded["parts"].update(settings_now["parts"])
+    settings_now = recorded
+  atomic.atomic_write_text(settings_path, json.dumps(settings_now, indent=2))
+
+
 def main() -> None:
   """Fine-tunes given checkpoints on the study's tasks and prints each task's mean and
   standard error; by default with the study's recipe, sizes, epochs and seeds.
@@ -320,7 +354,6 @@ def main() -> None:
   sys.path[:0] = [os.path.dirname(here), here]
   import ablation  # noqa: PLC0415
 
-  from electra_tf import atomic  # noqa: PLC0415
   from electra_tf.data.vocab import load_vocab  # noqa: PLC0415
 
   parser = argparse.ArgumentParser(description=main.__doc__.split("\n\n")[0])
@@ -383,36 +416,16 @@ def main() -> None:
            "pooling": args.pooling, "adam_bias_correction": (
                None if args.adam_bias_correction is None else args.adam_bias_correction == "true")}
   recipe = dataclasses.replace(base_recipe, **{k: v for k, v in given.items() if v is not None})
-  vocab_size = load_vocab(args.vocab).size
+  vocab = load_vocab(args.vocab)
   overrides = ablation.parse_overrides(args.config_overrides)
-  config = ablation.base_config(False, vocab_size, overrides).model
+  config = ablation.base_config(False, vocab.size, overrides).model
   seeds = [int(s) for s in args.seeds.split(",")]
   # The results of one directory must come from one way of fine-tuning.
   settings_now = json.loads(json.dumps(
       {"recipe": dataclasses.asdict(recipe), "encoder": dataclasses.asdict(config),
-       "vocab": os.path.abspath(args.vocab), "parts": parts,
+       "vocab_md5": vocab.md5, "parts": parts,
        "tasks": {k: dataclasses.asdict(v) for k, v in tasks.items()}}))
-  os.makedirs(args.results_dir, exist_ok=True)
-  settings_path = os.path.join(args.results_dir, "settings.json")
-  if os.path.exists(settings_path):
-    with open(settings_path, encoding="utf-8") as f:
-      recorded = json.load(f)
-    for key in ("recipe", "encoder", "vocab"):
-      if recorded.get(key) != settings_now[key]:
-        raise SystemExit(f"error: {args.results_dir} holds results fine-tuned with another "
-                         f"{key} ({settings_path}); use another --results_dir")
-    for name, setting in settings_now["tasks"].items():
-      if name in recorded["tasks"] and recorded["tasks"][name] != setting:
-        raise SystemExit(f"error: {args.results_dir} holds {name} results fine-tuned with "
-                         f"other task settings ({settings_path}); use another --results_dir")
-    for name, part in settings_now["parts"].items():
-      if recorded["parts"].get(name, part) != part:
-        raise SystemExit(f"error: {args.results_dir} holds results of encoder {name} with "
-                         f"another part restored; use another name")
-    recorded["tasks"].update(settings_now["tasks"])
-    recorded["parts"].update(settings_now["parts"])
-    settings_now = recorded
-  atomic.atomic_write_text(settings_path, json.dumps(settings_now, indent=2))
+  record_settings(args.results_dir, settings_now)
   scores = finetune_all(config, args.vocab, encoders, seeds, args.results_dir, recipe=recipe,
                         tasks=tasks, parts=parts)
   for task, rows in scores.items():

@@ -165,3 +165,35 @@ def test_an_arm_is_pretrained_unless_the_other_run_is_the_same_and_finished(tmp_
     other = next(a for a in ablation.arms(arm.same_as[0]) if a.name == arm.same_as[1])
     assert (ablation.arm_config(study, arm, base, ablation.ELECTRA_STEPS)
             == ablation.arm_config(arm.same_as[0], other, base, ablation.ELECTRA_STEPS))
+
+
+def test_fine_tuning_results_are_guarded_by_the_vocabs_content_not_its_path(tmp_path):
+  from ablation_finetune import record_settings  # noqa: PLC0415
+
+  from electra_tf.data.vocab import load_vocab  # noqa: PLC0415
+
+  words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "a"]
+  first, copy, other = (tmp_path / name for name in ("vocab.txt", "copy.txt", "other.txt"))
+  first.write_text("\n".join(words) + "\n")
+  copy.write_text("\n".join(words) + "\n")
+  other.write_text("\n".join([*words, "an"]) + "\n")
+
+  def settings(vocab):
+    return {"recipe": {"learning_rate": 1e-3}, "encoder": {"hidden_size": 128},
+            "vocab_md5": load_vocab(str(vocab)).md5, "parts": {},
+            "tasks": {"trec": {"epochs": 20}}}
+
+  results = tmp_path / "results"
+  record_settings(str(results), settings(first))
+  record_settings(str(results), settings(copy))  # the same words elsewhere: the same vocab
+  with pytest.raises(SystemExit, match="another vocab"):
+    record_settings(str(results), settings(other))
+  # A directory written when the vocab was recorded by its path reads as that file's digest.
+  recorded = json.loads((results / "settings.json").read_text())
+  legacy = {k: v for k, v in recorded.items() if k != "vocab_md5"}
+  (results / "settings.json").write_text(json.dumps({**legacy, "vocab": str(first)}))
+  record_settings(str(results), settings(copy))
+  assert json.loads((results / "settings.json").read_text()) == recorded
+  (results / "settings.json").write_text(json.dumps({**legacy, "vocab": str(first)}))
+  with pytest.raises(SystemExit, match="another vocab"):
+    record_settings(str(results), settings(other))
