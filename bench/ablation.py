@@ -287,6 +287,7 @@ def pretrain_arm(config: PretrainConfig, model_dir: str, vocab_path: str, data_d
                                          fused_kernels=fused_kernels)
   last = result.history[-1] if result.history else {}
   record = {"steps": config.num_train_steps, "flops": flops.run_flops(config),
+            "commit": _commit(), "cpu": _cpu(),
             "seconds_this_process": round(time.time() - start),
             "final_metrics": {k: round(float(v), 4) for k, v in last.items()
                               if isinstance(v, (int, float))}}
@@ -359,6 +360,15 @@ def markdown(study: str, rows: dict, meta: dict) -> str:
   if shared:
     lines += ["", f"The same run as another study's arm (same config and settings; its "
               f"records are copied from that ledger): {'; '.join(shared)}."]
+  made: dict[tuple[str, str], list[str]] = {}
+  for name, row in ordered:
+    if "pretrain" in row:  # a final encoder; its record says where it was pretrained
+      record = row["pretrain"]
+      made.setdefault((record.get("cpu", "a CPU not recorded"),
+                       record.get("commit", "a commit not recorded")), []).append(name)
+  if made:
+    lines += ["", "Pretrained on: " + "; ".join(
+        f"{', '.join(names)}: {cpu}, {commit}" for (cpu, commit), names in made.items()) + "."]
   return "\n".join(lines) + "\n"
 
 

@@ -197,3 +197,20 @@ def test_fine_tuning_results_are_guarded_by_the_vocabs_content_not_its_path(tmp_
   (results / "settings.json").write_text(json.dumps({**legacy, "vocab": str(first)}))
   with pytest.raises(SystemExit, match="another vocab"):
     record_settings(str(results), settings(other))
+
+
+def test_tables_name_where_each_arm_was_pretrained():
+  def row(mean, **record):
+    return {"trec": {"mean": mean, "stderr": 0.1, "seeds": [mean]},
+            "average": {"mean": mean, "stderr": 0.1}, "pretrain": record}
+
+  rows = {"random": {k: v for k, v in row(70.0).items() if k != "pretrain"},
+          "electra": row(72.0, cpu="AMD EPYC (no AMX), 2 cores", commit="aaa"),
+          "mlm": row(73.0, cpu="AMD EPYC (no AMX), 2 cores", commit="aaa"),
+          "electra_15": row(71.0, cpu="Intel Xeon (no AMX), 2 cores", commit="bbb"),
+          "two_stage": row(69.0)}
+  meta = {"command": "c", "commit": "bbb", "cpu": "Intel", "seeds": [0], "wall_time": "1 min"}
+  table = ablation.markdown("objectives", rows, meta)
+  assert table.rstrip().endswith(
+      "Pretrained on: mlm, electra: AMD EPYC (no AMX), 2 cores, aaa; electra_15: Intel Xeon "
+      "(no AMX), 2 cores, bbb; two_stage: a CPU not recorded, a commit not recorded.")
