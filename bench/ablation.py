@@ -541,13 +541,24 @@ def run_study(study: str, workdir: str, quick: bool = False, results_dir: str | 
   for results in (ledger, work):
     _check_settings(results, quick, steps, seeds, overrides)
 
+  worked = False  # whether this invocation pretrained, adopted or fine-tuned anything
+
   def finetune(encoders: dict) -> dict:
+    nonlocal worked
+    worked = worked or bool(ablation_finetune.pending(encoders, seeds, finetune_dir, quick))
     return ablation_finetune.finetune_all(base.model, vocab_path, encoders, seeds,
                                           finetune_dir, quick=quick, log=log)
 
   def record_meta() -> dict:
+    """This invocation's commit, CPU and wall time; where it only rewrote the tables, those
+    of the last invocation that ran arms (the table's header names the runs' code)."""
+    previous = os.path.join(ledger, f"ablation_{study}.json")
+    if not worked and os.path.exists(previous):
+      with open(previous, encoding="utf-8") as f:
+        before = json.load(f)["meta"]
+      return {**meta, **{k: before[k] for k in ("commit", "cpu", "wall_time") if k in before}}
     return {**meta, "wall_time": f"{(time.time() - started) / 60:.0f} min in the last "
-            "invocation"}
+            "invocation that ran arms"}
 
   all_encoders = {"random": None}
   scores = finetune(all_encoders)
@@ -560,6 +571,7 @@ def run_study(study: str, workdir: str, quick: bool = False, results_dir: str | 
     all_encoders.update(encoders)
     finished = os.path.exists(record_path) and not ablation_finetune.pending(
         encoders, seeds, finetune_dir, quick)
+    worked = worked or not finished
     if not finished and not adopt_identical_run(ledger_root, study, arm, config, base, steps,
                                                 seeds, quick, log):
       log(f"arm {arm.name}: {config.num_train_steps} steps, "

@@ -90,6 +90,9 @@ def test_rerun_resumes_without_retraining(study):
                              log=lambda line: None)
   assert os.path.getmtime(done) == stamp
   assert again["rows"]["electra"]["movie_reviews"] == result["rows"]["electra"]["movie_reviews"]
+  # A rerun that ran nothing rewrites the tables under the header of the runs that did.
+  assert again["meta"]["wall_time"] == result["meta"]["wall_time"]
+  assert again["meta"]["wall_time"].endswith("min in the last invocation that ran arms")
 
 
 def test_part_of_a_checkpoint_restores_only_that_part(study):
