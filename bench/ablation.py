@@ -191,9 +191,11 @@ def adopt_identical_run(ledger_root: str, study: str, arm: Arm, config: Pretrain
                         log=print) -> bool:
   """Fills the ledger's records of `arm` from the run `arm.same_as` names, if that is the
   same run: both ledgers hold the same settings, the two arms' configs are equal, that run
-  is finished (its pretraining record and every fine-tuning run) and any record of `arm`
-  already in the ledger agrees with it. Returns whether it was taken; a study pretrains
-  the arm itself otherwise."""
+  is finished (its pretraining record and every fine-tuning run), this ledger has no
+  pretraining record of its own for `arm`, and any fine-tuning run of `arm` already here
+  agrees with that run's (every field but the time taken). Returns whether it was taken; a
+  study pretrains the arm itself otherwise. Arms whose partial checkpoints are fine-tuned
+  too are never adopted (only final encoders are copied)."""
   if arm.same_as is None:
     return False
   other_study, other_name = arm.same_as
@@ -207,8 +209,17 @@ def adopt_identical_run(ledger_root: str, study: str, arm: Arm, config: Pretrain
         recorded.append(json.load(f))
   record_path = os.path.join(other_ledger, "pretrain", f"{other_name}.json")
   other_finetune = os.path.join(other_ledger, "finetune")
+  own_record = os.path.join(ledger, "pretrain", f"{arm.name}.json")
   why = None
-  if len(recorded) < 2 or recorded[0] != recorded[1]:
+  if os.path.exists(own_record):
+    with open(own_record, encoding="utf-8") as f:
+      if json.load(f).get("same_run") != source:
+        why = f"this ledger has its own run of {arm.name}"
+  if why:
+    pass
+  elif arm.checkpoints_at:
+    why = "its partial checkpoints are fine-tuned too"
+  elif len(recorded) < 2 or recorded[0] != recorded[1]:
     why = f"{other_ledger} holds other settings or none"
   elif arm_config(other_study, other_arm, base, steps) != config:
     why = f"{source} has another config"
@@ -224,7 +235,7 @@ def adopt_identical_run(ledger_root: str, study: str, arm: Arm, config: Pretrain
         os.path.join(other_finetune, name)) if r["encoder"] == other_name and r["seed"] in seeds}
     ours = {r["seed"]: r for r in ablation_finetune.read_jsonl(
         os.path.join(ledger, "finetune", name)) if r["encoder"] == arm.name}
-    if any(r["accuracy"] != theirs.get(seed, {}).get("accuracy") for seed, r in ours.items()):
+    if any(_result(r) != _result(theirs.get(seed, {})) for seed, r in ours.items()):
       why = f"this ledger's {arm.name} runs differ from {source}'s"
     copies[name] = [{**theirs[seed], "encoder": arm.name, "same_run": source}
                     for seed in seeds if seed not in ours]
@@ -242,6 +253,12 @@ def adopt_identical_run(ledger_root: str, study: str, arm: Arm, config: Pretrain
       f.writelines(json.dumps(line) + "\n" for line in lines)
   log(f"arm {arm.name}: the same run as {source}; its records are taken from that ledger")
   return True
+
+
+def _result(record: dict) -> dict:
+  """A fine-tuning record's outcome: every field but its encoder's name, provenance and
+  time taken."""
+  return {k: v for k, v in record.items() if k not in ("encoder", "same_run", "seconds")}
 
 
 def prepare_data(workdir: str, ledger_root: str, quick: bool, log=print,
@@ -270,8 +287,9 @@ def prepare_data(workdir: str, ledger_root: str, quick: bool, log=print,
 
 
 def pretrain_arm(config: PretrainConfig, model_dir: str, vocab_path: str, data_dir: str,
-                 log=print, fused_kernels: bool = True) -> dict:
-  """Pretrains (or resumes) one arm; its done.json once finished."""
+                 log=print, fused_kernels: bool = True, commit: str | None = None) -> dict:
+  """Pretrains (or resumes) one arm; its done.json once finished (`commit`: the code that
+  runs it, default the checkout's now)."""
   done_path = os.path.join(model_dir, "done.json")
   if os.path.exists(done_path):
     with open(done_path, encoding="utf-8") as f:
@@ -295,7 +313,7 @@ def pretrain_arm(config: PretrainConfig, model_dir: str, vocab_path: str, data_d
                                          fused_kernels=fused_kernels)
   last = result.history[-1] if result.history else {}
   record = {"steps": config.num_train_steps, "flops": flops.run_flops(config),
-            "commit": _commit(), "cpu": _cpu(),
+            "commit": commit or _commit(), "cpu": _cpu(),
             "seconds_this_process": round(time.time() - start),
             "final_metrics": {k: round(float(v), 4) for k, v in last.items()
                               if isinstance(v, (int, float))}}
@@ -419,9 +437,15 @@ def _cpu() -> str:
 
 
 def _commit() -> str:
+  """The checkout's commit, with "+changes" where its code (not the ledgers) differs."""
   try:
-    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
-                          capture_output=True, text=True).stdout.strip()
+    def git(*args: str) -> str:
+      return subprocess.run(["git", *args], cwd=ROOT, check=True, capture_output=True,
+                            text=True).stdout.strip()
+
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", "electra_tf",
+                  "configs", "pretrain.py", "finetune.py", ":(glob)bench/*.py")
+    return git("rev-parse", "--short", "HEAD") + ("+changes" if changed else "")
   except (OSError, subprocess.CalledProcessError):
     return "unknown"
 
@@ -541,7 +565,7 @@ def run_study(study: str, workdir: str, quick: bool = False, results_dir: str | 
   for results in (ledger, work):
     _check_settings(results, quick, steps, seeds, overrides)
 
-  worked = False  # whether this invocation pretrained, adopted or fine-tuned anything
+  worked = False  # whether this invocation pretrained or fine-tuned anything
 
   def finetune(encoders: dict) -> dict:
     nonlocal worked
@@ -550,19 +574,37 @@ def run_study(study: str, workdir: str, quick: bool = False, results_dir: str | 
                                           finetune_dir, quick=quick, log=log)
 
   def record_meta() -> dict:
-    """This invocation's commit, CPU and wall time; where it only rewrote the tables, those
-    of the last invocation that ran arms (the table's header names the runs' code)."""
+    """This invocation's command, commit, CPU and wall time; where it only rewrote the
+    tables (or took another study's run), those of the last invocation that ran arms."""
     previous = os.path.join(ledger, f"ablation_{study}.json")
     if not worked and os.path.exists(previous):
       with open(previous, encoding="utf-8") as f:
         before = json.load(f)["meta"]
-      return {**meta, **{k: before[k] for k in ("commit", "cpu", "wall_time") if k in before}}
+      return {**meta, **{k: before[k] for k in ("command", "commit", "cpu", "wall_time")
+                         if k in before}}
     return {**meta, "wall_time": f"{(time.time() - started) / 60:.0f} min in the last "
             "invocation that ran arms"}
 
   all_encoders = {"random": None}
-  scores = finetune(all_encoders)
+  finetune(all_encoders)
   pretrain = {}
+
+  def write_tables() -> dict:
+    """The tables of every arm finished in the ledger, this invocation's or another's (one
+    running beside it with other --arms)."""
+    encoders, records = dict(all_encoders), dict(pretrain)
+    for arm, config in plan:
+      record_path = os.path.join(ledger, "pretrain", f"{arm.name}.json")
+      theirs = encoders_to_finetune(work, arm, config, partials=not final_only)
+      if arm.name in records or not os.path.exists(record_path) or ablation_finetune.pending(
+          theirs, seeds, finetune_dir, quick):
+        continue
+      with open(record_path, encoding="utf-8") as f:
+        records[arm.name] = json.load(f)
+      encoders.update(theirs)
+    return _write_results(study, ledger, plan, finetune(encoders), records, record_meta(),
+                          log, only_arms)
+
   for arm, config in plan:
     if only_arms and arm.name not in only_arms:
       continue
@@ -571,22 +613,22 @@ def run_study(study: str, workdir: str, quick: bool = False, results_dir: str | 
     all_encoders.update(encoders)
     finished = os.path.exists(record_path) and not ablation_finetune.pending(
         encoders, seeds, finetune_dir, quick)
-    worked = worked or not finished
     if not finished and not adopt_identical_run(ledger_root, study, arm, config, base, steps,
                                                 seeds, quick, log):
+      worked = True
       log(f"arm {arm.name}: {config.num_train_steps} steps, "
           f"{flops.run_flops(config) / 1e15:.3f} PFLOP")
       # A toy run skips the fused kernels: their XLA compiles would dominate its minutes.
       record = pretrain_arm(config, os.path.join(work, arm.name), vocab_path, data_dir, log,
-                            fused_kernels=not quick)
+                            fused_kernels=not quick, commit=meta["commit"])
       os.makedirs(os.path.dirname(record_path), exist_ok=True)
       atomic.atomic_write_text(record_path, json.dumps(record, indent=2))
     with open(record_path, encoding="utf-8") as f:
       pretrain[arm.name] = json.load(f)
-    scores = finetune(all_encoders)
+    finetune(all_encoders)
     if not finished:
-      _write_results(study, ledger, plan, scores, pretrain, record_meta(), log, only_arms)
-  return _write_results(study, ledger, plan, scores, pretrain, record_meta(), log, only_arms)
+      write_tables()
+  return write_tables()
 
 
 def main() -> None:

@@ -251,8 +251,11 @@ def finetune_all(encoder_config: EncoderConfig, vocab_path: str, encoders: dict[
         log(f"{setting.name} {name} seed {seed}: accuracy {result['accuracy']:.4f} "
             f"({result['seconds']}s)")
     out[setting.name] = {}
+    seen = set()  # two processes on one directory may both have run an (encoder, seed)
     for record in done:
-      if record["encoder"] in encoders:
+      key = (record["encoder"], record["seed"])
+      if record["encoder"] in encoders and key not in seen:
+        seen.add(key)
         out[setting.name].setdefault(record["encoder"], []).append(record["accuracy"])
   return out
 
@@ -318,7 +321,10 @@ def record_settings(results_dir: str, settings_now: dict) -> None:
     with open(settings_path, encoding="utf-8") as f:
       recorded = json.load(f)
     legacy = recorded.pop("vocab", None)
-    if legacy is not None and "vocab_md5" not in recorded and os.path.exists(legacy):
+    if legacy is not None and "vocab_md5" not in recorded:
+      if not os.path.exists(legacy):
+        raise SystemExit(f"error: {settings_path} names its vocab by a path that is gone "
+                         f"({legacy}); write that vocab's md5 there as \"vocab_md5\" to resume")
       recorded["vocab_md5"] = load_vocab(legacy).md5
     for key, what in (("recipe", "recipe"), ("encoder", "encoder"), ("vocab_md5", "vocab")):
       if recorded.get(key) != settings_now[key]:

@@ -86,13 +86,26 @@ def test_rerun_resumes_without_retraining(study):
   ablation, workdir, result = study
   done = os.path.join(workdir, "electra", "done.json")
   stamp = os.path.getmtime(done)
+  assert result["meta"]["wall_time"].endswith("min in the last invocation that ran arms")
+  # A rerun that runs nothing rewrites the tables under the header of the runs that did.
+  tables = os.path.join(workdir, "ablation_objectives.json")
+  with open(tables, encoding="utf-8") as f:
+    written = json.load(f)
+  ran = {"command": "the run's command", "commit": "abc1234", "cpu": "the run's CPU",
+         "wall_time": "42 min in the last invocation that ran arms"}
+  with open(tables, "w", encoding="utf-8") as f:
+    json.dump({**written, "meta": {**written["meta"], **ran}}, f)
   again = ablation.run_study("objectives", os.path.dirname(workdir), quick=True,
                              log=lambda line: None)
   assert os.path.getmtime(done) == stamp
   assert again["rows"]["electra"]["movie_reviews"] == result["rows"]["electra"]["movie_reviews"]
-  # A rerun that ran nothing rewrites the tables under the header of the runs that did.
-  assert again["meta"]["wall_time"] == result["meta"]["wall_time"]
-  assert again["meta"]["wall_time"].endswith("min in the last invocation that ran arms")
+  assert {k: again["meta"][k] for k in ran} == ran
+  assert set(again["rows"]) == set(result["rows"])
+  # An invocation given some arms tabulates every finished arm (a process beside it may
+  # have run the others) and names as pending only those it was given.
+  some = ablation.run_study("objectives", os.path.dirname(workdir), quick=True,
+                            log=lambda line: None, only_arms=["electra"])
+  assert set(some["rows"]) == set(result["rows"]) and some["pending_arms"] == []
 
 
 def test_part_of_a_checkpoint_restores_only_that_part(study):

@@ -92,14 +92,16 @@ def _ledger_with_electra(root, seeds, accuracy=0.75):
   (root / "objectives" / "pretrain" / "electra.json").write_text('{"steps": 6000}')
   (root / "objectives" / "finetune").mkdir()
   for task in ("movie_reviews", "trec"):
-    lines = [{"encoder": name, "seed": seed, "accuracy": accuracy + 0.01 * seed + bonus}
+    lines = [{"encoder": name, "seed": seed, "accuracy": accuracy + 0.01 * seed + bonus,
+              "train_loss": 0.2 + seed, "seconds": 30.0}
              for name, bonus in (("electra", 0.0), ("mlm", 0.1)) for seed in seeds]
     (root / "objectives" / "finetune" / f"{task}.jsonl").write_text(
         "".join(json.dumps(line) + "\n" for line in lines))
 
 
 def _adopt(root, seeds, log=None):
-  # The toy budget's generator is a quarter as wide: no arm of its is another study's.
+  # The study's budget: the toy budget's generators are a quarter as wide, so there
+  # generator_1_2 is not the objectives study's electra.
   base = ablation.base_config(False, 8192)
   arm = next(a for a in ablation.arms("generator_size") if a.name == "generator_1_2")
   config = ablation.arm_config("generator_size", arm, base, 6000)
@@ -118,8 +120,9 @@ def test_an_arm_that_is_another_studys_run_takes_its_records(tmp_path):
   ablation._check_settings(str(ledger), False, 6000, seeds)  # noqa: SLF001
   # A run of it already in the ledger, agreeing with the other study's: kept, not doubled.
   (ledger / "finetune").mkdir()
-  (ledger / "finetune" / "trec.jsonl").write_text(
-      json.dumps({"encoder": "generator_1_2", "seed": 0, "accuracy": 0.75}) + "\n")
+  (ledger / "finetune" / "trec.jsonl").write_text(json.dumps(
+      {"encoder": "generator_1_2", "seed": 0, "accuracy": 0.75, "train_loss": 0.2,
+       "seconds": 41.0}) + "\n")
   assert _adopt(tmp_path, seeds)
   for task in ("movie_reviews", "trec"):
     ours = _records(ledger / "finetune" / f"{task}.jsonl")
@@ -147,17 +150,31 @@ def test_an_arm_is_pretrained_unless_the_other_run_is_the_same_and_finished(tmp_
   assert "other settings" in messages[-1]
   shutil.rmtree(tmp_path / "generator_size")
   ablation._check_settings(str(tmp_path / "generator_size"), False, 6000, seeds)  # noqa: SLF001
-  # A seed the other study has not fine-tuned yet.
-  assert not _adopt(tmp_path, [0, 1, 2], messages.append)
+  # A run the other study has not fine-tuned yet.
+  trec = tmp_path / "objectives" / "finetune" / "trec.jsonl"
+  complete = trec.read_text()
+  trec.write_text("".join(line + "\n" for line in complete.splitlines()
+                          if '"electra", "seed": 1' not in line))
+  assert not _adopt(tmp_path, seeds, messages.append)
   assert "has not finished" in messages[-1]
-  # A run of this arm already recorded that the other study's does not match.
+  trec.write_text(complete)
+  # A run of this arm already recorded that the other study's does not match, even where
+  # only its training loss differs.
   (tmp_path / "generator_size" / "finetune").mkdir()
-  (tmp_path / "generator_size" / "finetune" / "trec.jsonl").write_text(
-      json.dumps({"encoder": "generator_1_2", "seed": 1, "accuracy": 0.5}) + "\n")
+  ours = tmp_path / "generator_size" / "finetune" / "trec.jsonl"
+  ours.write_text(json.dumps({"encoder": "generator_1_2", "seed": 1, "accuracy": 0.76,
+                              "train_loss": 1.25}) + "\n")
   assert not _adopt(tmp_path, seeds, messages.append)
   assert "differ" in messages[-1]
   assert not (tmp_path / "generator_size" / "pretrain").exists()
-  assert len(_records(tmp_path / "generator_size" / "finetune" / "trec.jsonl")) == 1
+  assert len(_records(ours)) == 1
+  # This ledger's own pretraining of the arm (not a copy): it is finished here.
+  ours.unlink()
+  (tmp_path / "generator_size" / "pretrain").mkdir()
+  (tmp_path / "generator_size" / "pretrain" / "generator_1_2.json").write_text('{"steps": 6000}')
+  assert not _adopt(tmp_path, seeds, messages.append)
+  assert "its own run" in messages[-1]
+  assert not ours.exists()
   # The arms named the same run have equal configs at the study's own budget too.
   base = ablation.base_config(False, 8192)
   for study, name in (("generator_size", "generator_1_2"), ("sharing", "tied")):
@@ -197,6 +214,10 @@ def test_fine_tuning_results_are_guarded_by_the_vocabs_content_not_its_path(tmp_
   (results / "settings.json").write_text(json.dumps({**legacy, "vocab": str(first)}))
   with pytest.raises(SystemExit, match="another vocab"):
     record_settings(str(results), settings(other))
+  # ... unless that file is gone: then it says so instead of guessing.
+  (results / "settings.json").write_text(json.dumps({**legacy, "vocab": str(tmp_path / "x")}))
+  with pytest.raises(SystemExit, match="path that is gone"):
+    record_settings(str(results), settings(first))
 
 
 def test_tables_name_where_each_arm_was_pretrained():
@@ -214,3 +235,18 @@ def test_tables_name_where_each_arm_was_pretrained():
   assert table.rstrip().endswith(
       "Pretrained on: mlm, electra: AMD EPYC (no AMX), 2 cores, aaa; electra_15: Intel Xeon "
       "(no AMX), 2 cores, bbb; two_stage: a CPU not recorded, a commit not recorded.")
+
+
+def test_a_run_recorded_twice_counts_once(tmp_path):
+  from ablation_finetune import TASKS, finetune_all  # noqa: PLC0415
+
+  vocab = tmp_path / "vocab.txt"
+  vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the"]) + "\n")
+  runs = [{"encoder": "e", "seed": 0, "accuracy": 0.5}, {"encoder": "e", "seed": 1,
+                                                        "accuracy": 0.7},
+          {"encoder": "e", "seed": 0, "accuracy": 0.6}]  # seed 0 again, from a second process
+  (tmp_path / "trec.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
+  config = ablation.base_config(False, 6).model
+  scores = finetune_all(config, str(vocab), {"e": None}, [0, 1], str(tmp_path),
+                        tasks={"trec": TASKS["trec"]})
+  assert scores == {"trec": {"e": [0.5, 0.7]}}
