@@ -210,13 +210,13 @@ def adopt_identical_run(ledger_root: str, study: str, arm: Arm, config: Pretrain
   record_path = os.path.join(other_ledger, "pretrain", f"{other_name}.json")
   other_finetune = os.path.join(other_ledger, "finetune")
   own_record = os.path.join(ledger, "pretrain", f"{arm.name}.json")
-  why = None
+  own = None
   if os.path.exists(own_record):
     with open(own_record, encoding="utf-8") as f:
-      if json.load(f).get("same_run") != source:
-        why = f"this ledger has its own run of {arm.name}"
-  if why:
-    pass
+      own = json.load(f)
+  why = None
+  if own is not None and own.get("same_run") != source:
+    why = f"this ledger has its own run of {arm.name}"
   elif arm.checkpoints_at:
     why = "its partial checkpoints are fine-tuned too"
   elif len(recorded) < 2 or recorded[0] != recorded[1]:
