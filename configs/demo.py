@@ -31,6 +31,6 @@ CONFIG = PretrainConfig(
     num_train_steps=1500,
     warmup_steps=150,
     steps_per_execution=50,
-    checkpoint_steps=500,
+    checkpoint_steps=250,
     log_steps=100,
 )

@@ -34,12 +34,20 @@ class Preempted(Exception):
 
 @dataclasses.dataclass
 class RunResult:
-  """The trained model and the metric lines logged during this run."""
+  """The trained model, the metric lines logged during this run, and its held-out figures.
+
+  The run (or its current phase) trains from `phase_start` to `end_step`; `eval_baseline`
+  is the frequency baseline printed beside the held-out generator accuracy (None without
+  held-out data).
+  """
 
   model: ElectraPretrainer
   history: list[dict]
   start_step: int
   eval_history: list[dict] = dataclasses.field(default_factory=list)
+  phase_start: int = 0
+  end_step: int | None = None
+  eval_baseline: float | None = None
 
 
 @dataclasses.dataclass
@@ -178,7 +186,8 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
     history = _fit(model, manager, config, data, strategy, run, start, evaluator)
     _export_encoder(model, data, run)
     phases.say_if_ended(run.end_step, config, run.stream)
-  return RunResult(model, history, start, evaluator.history if evaluator else [])
+  return RunResult(model, history, start, evaluator.history if evaluator else [],
+                   run.phase_start, run.end_step, evaluator.baseline if evaluator else None)
 
 
 def _begin(config: PretrainConfig, data: TrainData, model_dir: str, strategy, jit_compile: bool,

@@ -41,3 +41,20 @@ def test_held_out_split_curves_and_eval_only_matches(tmp_path):
   again = run_command("pretrain", *common, "--num_train_steps=8", "--eval_only", timeout=300)
   assert again.returncode == 0, again.stderr[-3000:]
   assert _eval_lines(again.stdout) == [lines[-1]]
+
+
+def test_summary_compares_generator_with_baseline_and_auc_over_second_half():
+  from electra_tf.commands.pretrain import held_out_summary
+
+  history = [{"step": s, "gen_accuracy": 0.1 + s / 10_000, "disc_auc": auc}
+             for s, auc in ((500, 0.60), (750, 0.57), (1000, 0.56), (1500, 0.58))]
+  lines = held_out_summary(history, 0, 1500, 0.05)
+  assert lines[0] == ("held-out at step 1500: gen_accuracy 0.250 (5.0x the frequency "
+                      "baseline 0.050), disc_auc 0.580")
+  # The second half starts at step 750: 0.57 there, 0.58 at the end.
+  assert lines[1] == ("held-out disc_auc over the second half: 0.570 at step 750, 0.580 at "
+                      "step 1500 (+0.010)")
+  # A phase from step 1000 to 2000 is half over at 1500; one evaluation there is no trend.
+  assert held_out_summary(history, 1000, 2000, None) == [
+      "held-out at step 1500: gen_accuracy 0.250, disc_auc 0.580"]
+  assert held_out_summary([], 0, 1500, 0.05) == []
