@@ -34,6 +34,8 @@ import dataclasses
 import json
 import os
 import platform
+import re
+import shlex
 import subprocess
 import sys
 import time
@@ -458,8 +460,10 @@ def _command_line(argv: list[str]) -> str:
   def relative(arg: str) -> str:
     flag, eq, value = arg.partition("=")
     if eq and os.path.isabs(value) and value.startswith(root + os.sep):
-      return f"{flag}={os.path.relpath(value, root)}"
-    return arg
+      arg = f"{flag}={os.path.relpath(value, root)}"
+    # Quoted where a shell would split or expand it (JSON overrides); "~" is left as
+    # typed, since the study expands it itself.
+    return arg if re.fullmatch(r"[\w@%+=:,./~-]*", arg) else shlex.quote(arg)
 
   return " ".join(["python", "bench/ablation.py", *map(relative, argv)])
 

@@ -83,6 +83,10 @@ def test_command_names_paths_in_the_checkout_relative_to_it(tmp_path):
   assert line == ("python bench/ablation.py --study=objectives "
                   f"--results_dir=bench/results/ablation/budget_4x --workdir={tmp_path} "
                   "--steps=24000")
+  # JSON overrides come back quoted, so the printed command runs as it reads.
+  line = ablation._command_line(['--config_overrides={"seed": 1}', "--workdir=~/.cache/x"])
+  assert line == ("python bench/ablation.py '--config_overrides={\"seed\": 1}' "
+                  "--workdir=~/.cache/x")
 
 
 def _ledger_with_electra(root, seeds, accuracy=0.75):
