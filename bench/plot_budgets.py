@@ -88,7 +88,7 @@ def plot(points: list[dict], random: dict | None, path: str) -> None:
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt  # noqa: PLC0415
 
-  fig, ax = plt.subplots(figsize=(7, 4.5))
+  fig, ax = plt.subplots(figsize=(7, 5.5))
   colours = {"electra": "tab:blue", "electra_gen1": "tab:green", "mlm": "tab:orange"}
   for series, label in SERIES.items():
     for seed in (0, 1):
@@ -108,7 +108,7 @@ def plot(points: list[dict], random: dict | None, path: str) -> None:
   ax.set_xlabel("pretraining PFLOPs (log scale)")
   ax.set_ylabel("fine-tuning accuracy, task average (%)")
   ax.set_title("ELECTRA and MLM in miniature, by pretraining compute")
-  ax.legend(fontsize=8)
+  ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
   fig.tight_layout()
   tmp = path + ".tmp.png"
   fig.savefig(tmp, dpi=120)
