@@ -227,39 +227,12 @@ def main(argv):
     print_summary(model_dir, result)
 
 
-def held_out_summary(history: list[dict], start_step: int, end_step: int | None,
-                     baseline: float | None) -> list[str]:
-  """The last held-out evaluation, its generator accuracy against the frequency baseline,
-  and how the discriminator's AUC moved over the second half of the run (or phase) from
-  `start_step` to `end_step`: from the first evaluation at or after the half-way step to
-  the last, when this process made both."""
-  if not history:
-    return []
-  last = history[-1]
-  figures = []
-  for key in ("gen_accuracy", "disc_auc", "mlm_accuracy"):
-    if key in last:
-      figures.append(f"{key} {last[key]:.3f}")
-      if key == "gen_accuracy" and baseline:
-        figures[-1] += f" ({last[key] / baseline:.1f}x the frequency baseline {baseline:.3f})"
-  lines = [f"held-out at step {int(last['step'])}: {', '.join(figures)}"]
-  if end_step and "disc_auc" in last:
-    second_half = [e for e in history if e["step"] >= (start_step + end_step) / 2]
-    if len(second_half) > 1:
-      first = second_half[0]
-      lines.append(f"held-out disc_auc over the second half: {first['disc_auc']:.3f} at step "
-                   f"{int(first['step'])}, {last['disc_auc']:.3f} at step {int(last['step'])} "
-                   f"({last['disc_auc'] - first['disc_auc']:+.3f})")
-  return lines
-
-
 def print_summary(model_dir: str, result) -> None:
   """What the run produced, its held-out figures, and what to run next."""
   export = fileio.join(model_dir, DISCRIMINATOR_SUBDIR)
   lines = ["", f"done: {model_dir} (checkpoints/, TensorBoard in train/ and eval/: "
            f"tensorboard --logdir {model_dir})"]
-  lines.extend(held_out_summary(result.eval_history, result.phase_start, result.end_step,
-                                result.eval_baseline))
+  lines.extend(result.eval_summary)
   lines.append(f"the encoder for fine-tuning: {export}")
   lines.append("next: fine-tune it, e.g. python finetune.py --task=movie_reviews "
                f"--init_checkpoint={export} --output_dir={model_dir}-movie_reviews")

@@ -67,6 +67,32 @@ def format_line(step: int, logs: dict[str, float], baseline: float | None) -> st
   return " | ".join(parts)
 
 
+def held_out_summary(history: list[dict], start_step: int, end_step: int | None,
+                     baseline: float | None) -> list[str]:
+  """The last held-out evaluation, its generator accuracy against the frequency baseline,
+  and how the discriminator's AUC moved over the second half of the run (or phase) from
+  `start_step` to `end_step`: from the first evaluation at or after the half-way step to
+  the last, when this process made both."""
+  if not history:
+    return []
+  last = history[-1]
+  figures = []
+  for key in ("gen_accuracy", "disc_auc", "mlm_accuracy"):
+    if key in last:
+      figures.append(f"{key} {last[key]:.3f}")
+      if key == "gen_accuracy" and baseline:
+        figures[-1] += f" ({last[key] / baseline:.1f}x the frequency baseline {baseline:.3f})"
+  lines = [f"held-out at step {int(last['step'])}: {', '.join(figures)}"]
+  if end_step and "disc_auc" in last:
+    second_half = [e for e in history if e["step"] >= (start_step + end_step) / 2]
+    if len(second_half) > 1:
+      first = second_half[0]
+      lines.append(f"held-out disc_auc over the second half: {first['disc_auc']:.3f} at step "
+                   f"{int(first['step'])}, {last['disc_auc']:.3f} at step {int(last['step'])} "
+                   f"({last['disc_auc'] - first['disc_auc']:+.3f})")
+  return lines
+
+
 class HeldOutEvaluator(tf_keras.callbacks.Callback):
   """Evaluates on held-out data every `every` steps and at the end of training.
 
@@ -107,6 +133,10 @@ class HeldOutEvaluator(tf_keras.callbacks.Callback):
     step = int(self.model.optimizer.iterations.numpy())
     if step != self._last:
       self.evaluate(step)
+
+  def summary(self, start_step: int, end_step: int) -> list[str]:
+    """held_out_summary of this evaluator's evaluations, for a run from start_step."""
+    return held_out_summary(self.history, start_step, end_step, self.baseline)
 
   def evaluate(self, step: int) -> dict[str, float]:
     self._last = step

@@ -34,20 +34,13 @@ class Preempted(Exception):
 
 @dataclasses.dataclass
 class RunResult:
-  """The trained model, the metric lines logged during this run, and its held-out figures.
-
-  The run (or its current phase) trains from `phase_start` to `end_step`; `eval_baseline`
-  is the frequency baseline printed beside the held-out generator accuracy (None without
-  held-out data).
-  """
+  """The trained model, the metric lines logged during this run, and its held-out summary."""
 
   model: ElectraPretrainer
   history: list[dict]
   start_step: int
   eval_history: list[dict] = dataclasses.field(default_factory=list)
-  phase_start: int = 0
-  end_step: int | None = None
-  eval_baseline: float | None = None
+  eval_summary: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -154,8 +147,7 @@ class _Run:
 
 def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, strategy,
                     jit_compile: bool = False, stream=None, init_source=None,
-                    fused_kernels: bool = True,
-                    held_out: evaluation.HeldOut | None = None,
+                    fused_kernels: bool = True, held_out: evaluation.HeldOut | None = None,
                     phase: phases.PhaseRequest = phases.DEFAULT_REQUEST) -> RunResult:
   """Train (or resume) to config.num_train_steps, then export the encoder for fine-tuning.
 
@@ -175,8 +167,7 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
     model = build_model(config, strategy, jit_compile, fused_kernels)
     manager = _restore(model, config, run, init_source)
     start = int(model.optimizer.iterations.numpy())
-    run.phase_start = phases.record(model_dir, config, data, start, phase, run.is_chief,
-                                    run.stream)
+    run.phase_start = phases.record(model_dir, config, data, start, phase, run.is_chief, run.stream)
     run.end_step = phase.last_step(config)
     if start >= run.end_step:
       print(phases.nothing_to_do(model_dir, start, config, phase), file=run.stream)
@@ -187,7 +178,7 @@ def run_pretraining(config: PretrainConfig, data: TrainData, model_dir: str, str
     _export_encoder(model, data, run)
     phases.say_if_ended(run.end_step, config, run.stream)
   return RunResult(model, history, start, evaluator.history if evaluator else [],
-                   run.phase_start, run.end_step, evaluator.baseline if evaluator else None)
+                   evaluator.summary(run.phase_start, run.end_step) if evaluator else [])
 
 
 def _begin(config: PretrainConfig, data: TrainData, model_dir: str, strategy, jit_compile: bool,

@@ -36,6 +36,11 @@ def test_held_out_split_curves_and_eval_only_matches(tmp_path):
   assert 0.0 < baseline < 0.5
   assert os.listdir(run / "eval"), "no TensorBoard events for the eval curve"
   assert "next: fine-tune it" in result.stdout
+  # The closing lines: the last evaluation, and the AUC from the half-way step (4 of 8) on.
+  assert re.search(r"held-out at step 8: gen_accuracy [0-9.]+ \([0-9.]+x the frequency "
+                   r"baseline [0-9.]+\), disc_auc", result.stdout), result.stdout[-1500:]
+  assert "held-out disc_auc over the second half: " in result.stdout
+  assert re.search(r"at step 4, [0-9.]+ at step 8 \([+-][0-9.]+\)", result.stdout)
   # Evaluate-only on the newest checkpoint (step 8) in a new process: the same figures as
   # the run's own evaluation of those weights, its last line.
   again = run_command("pretrain", *common, "--num_train_steps=8", "--eval_only", timeout=300)
@@ -44,7 +49,7 @@ def test_held_out_split_curves_and_eval_only_matches(tmp_path):
 
 
 def test_summary_compares_generator_with_baseline_and_auc_over_second_half():
-  from electra_tf.commands.pretrain import held_out_summary
+  from electra_tf.training.evaluation import held_out_summary
 
   history = [{"step": s, "gen_accuracy": 0.1 + s / 10_000, "disc_auc": auc}
              for s, auc in ((500, 0.60), (750, 0.57), (1000, 0.56), (1500, 0.58))]
