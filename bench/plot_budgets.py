@@ -63,9 +63,7 @@ def read_rows(results: str) -> tuple[list[dict], dict | None]:
         continue
       points.append({"ledger": ledger, "row": name, "series": series, "seed": seed,
                      "pflop": row["pretrain_flops"] / 1e15, "steps": row.get("pretrain_steps"),
-                     "mean": row["average"]["mean"], "stderr": row["average"]["stderr"],
-                     "cpu": row.get("pretrain", {}).get("cpu", ""),
-                     "commit": row.get("pretrain", {}).get("commit", "")})
+                     "mean": row["average"]["mean"], "stderr": row["average"]["stderr"]})
   return points, random
 
 
