@@ -68,11 +68,19 @@ def format_line(step: int, logs: dict[str, float], baseline: float | None) -> st
 
 
 def held_out_summary(history: list[dict], start_step: int, end_step: int | None,
-                     baseline: float | None) -> list[str]:
+                     baseline: float | None, began_at: int | None = None,
+                     detector_from: int = 0) -> list[str]:
   """The last held-out evaluation, its generator accuracy against the frequency baseline,
   and how the discriminator's AUC moved over the second half of the run (or phase) from
   `start_step` to `end_step`: from the first evaluation at or after the half-way step to
-  the last, when this process made both."""
+  the last.
+
+  That line is left out when it would not mean what it says: when this process began
+  training (`began_at`, default `start_step`) at or after the half-way step, so the
+  half-way evaluation belongs to an earlier process; and when the discriminator first
+  trains at `detector_from` (a two-stage run's generator stage, 0 otherwise) at or after
+  the half-way step, so the comparison would start from an untrained detector.
+  """
   if not history:
     return []
   last = history[-1]
@@ -83,13 +91,18 @@ def held_out_summary(history: list[dict], start_step: int, end_step: int | None,
       if key == "gen_accuracy" and baseline:
         figures[-1] += f" ({last[key] / baseline:.1f}x the frequency baseline {baseline:.3f})"
   lines = [f"held-out at step {int(last['step'])}: {', '.join(figures)}"]
-  if end_step and "disc_auc" in last:
-    second_half = [e for e in history if e["step"] >= (start_step + end_step) / 2]
-    if len(second_half) > 1:
-      first = second_half[0]
-      lines.append(f"held-out disc_auc over the second half: {first['disc_auc']:.3f} at step "
-                   f"{int(first['step'])}, {last['disc_auc']:.3f} at step {int(last['step'])} "
-                   f"({last['disc_auc'] - first['disc_auc']:+.3f})")
+  if not end_step or "disc_auc" not in last:
+    return lines
+  half_way = (start_step + end_step) / 2
+  began_at = start_step if began_at is None else began_at
+  if began_at >= half_way or detector_from >= half_way:
+    return lines
+  second_half = [e for e in history if e["step"] >= half_way]
+  if len(second_half) > 1:
+    first = second_half[0]
+    lines.append(f"held-out disc_auc over the second half: {first['disc_auc']:.3f} at step "
+                 f"{int(first['step'])}, {last['disc_auc']:.3f} at step {int(last['step'])} "
+                 f"({last['disc_auc'] - first['disc_auc']:+.3f})")
   return lines
 
 
@@ -120,9 +133,12 @@ class HeldOutEvaluator(tf_keras.callbacks.Callback):
     self.writer = tf.summary.create_file_writer(summary_dir) if summary_dir else None
     self.history: list[dict[str, float]] = []
     self._last = 0
+    self.began_at: int | None = None  # the step this process began training at
 
   def on_train_begin(self, logs=None):
     self._last = int(self.model.optimizer.iterations.numpy())
+    if self.began_at is None:  # a two-stage run fits once per stage
+      self.began_at = self._last
 
   def on_train_batch_end(self, batch, logs=None):
     step = int(self.model.optimizer.iterations.numpy())
@@ -135,8 +151,12 @@ class HeldOutEvaluator(tf_keras.callbacks.Callback):
       self.evaluate(step)
 
   def summary(self, start_step: int, end_step: int) -> list[str]:
-    """held_out_summary of this evaluator's evaluations, for a run from start_step."""
-    return held_out_summary(self.history, start_step, end_step, self.baseline)
+    """held_out_summary of this evaluator's evaluations, for a run (or phase) from
+    start_step to end_step, knowing where this process began and where a two-stage run's
+    discriminator starts training."""
+    detector_from = getattr(getattr(self.model, "config", None), "two_stage_steps", 0)
+    return held_out_summary(self.history, start_step, end_step, self.baseline,
+                            began_at=self.began_at, detector_from=detector_from or 0)
 
   def evaluate(self, step: int) -> dict[str, float]:
     self._last = step

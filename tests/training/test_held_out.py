@@ -63,3 +63,49 @@ def test_summary_compares_generator_with_baseline_and_auc_over_second_half():
   assert held_out_summary(history, 1000, 2000, None) == [
       "held-out at step 1500: gen_accuracy 0.250, disc_auc 0.580"]
   assert held_out_summary([], 0, 1500, 0.05) == []
+
+
+def _evaluator_after(history, started_at, two_stage_steps=0):
+  """A HeldOutEvaluator whose process began training at `started_at` and made `history`."""
+  from types import SimpleNamespace
+
+  from electra_tf.training.evaluation import HeldOutEvaluator
+
+  evaluator = HeldOutEvaluator(None, 1, 250, None, 0.05)
+  step = SimpleNamespace(numpy=lambda: started_at)
+  evaluator.set_model(SimpleNamespace(optimizer=SimpleNamespace(iterations=step),
+                                      config=SimpleNamespace(two_stage_steps=two_stage_steps)))
+  evaluator.on_train_begin()
+  # A two-stage run fits once per stage; the second fit must not move where it began.
+  step.numpy = lambda: max(started_at, two_stage_steps)
+  evaluator.on_train_begin()
+  evaluator.history = [{"step": s, "gen_accuracy": 0.2, "disc_auc": auc} for s, auc in history]
+  return evaluator
+
+
+def test_summary_of_a_run_resumed_past_half_way_has_no_second_half_line():
+  # Resumed at step 1000 of 0..1500: its first evaluation (1250) is not where the second half
+  # began (750, evaluated by the process before), so no line may say it is.
+  evaluator = _evaluator_after([(1250, 0.60), (1500, 0.58)], started_at=1000)
+  assert evaluator.summary(0, 1500) == [
+      "held-out at step 1500: gen_accuracy 0.200 (4.0x the frequency baseline 0.050), "
+      "disc_auc 0.580"]
+  # Resumed before the half-way step, this process evaluated from 750 on: the line holds.
+  evaluator = _evaluator_after([(750, 0.55), (1000, 0.57), (1500, 0.58)], started_at=500)
+  assert evaluator.summary(0, 1500)[1] == (
+      "held-out disc_auc over the second half: 0.550 at step 750, 0.580 at step 1500 (+0.030)")
+
+
+def test_summary_of_two_stage_run_skips_second_half_that_starts_with_untrained_detector():
+  # The generator trains alone to step 1000, past the half-way step 750: the AUC at 750 and
+  # at 1000 is an untrained detector's, so a "second half" from there compares nothing.
+  history = [(250, 0.50), (500, 0.50), (750, 0.50), (1000, 0.50), (1250, 0.60), (1500, 0.62)]
+  evaluator = _evaluator_after(history, started_at=0, two_stage_steps=1000)
+  assert len(evaluator.summary(0, 1500)) == 1
+  # The same boundary exactly at the half-way step: its evaluation is still untrained.
+  evaluator = _evaluator_after(history, started_at=0, two_stage_steps=750)
+  assert len(evaluator.summary(0, 1500)) == 1
+  # A generator stage that ends before the half-way step leaves a trained detector there.
+  evaluator = _evaluator_after(history, started_at=0, two_stage_steps=500)
+  assert evaluator.summary(0, 1500)[1] == (
+      "held-out disc_auc over the second half: 0.500 at step 750, 0.620 at step 1500 (+0.120)")
