@@ -462,8 +462,9 @@ def _command_line(argv: list[str]) -> str:
     if eq and os.path.isabs(value) and value.startswith(root + os.sep):
       arg = f"{flag}={os.path.relpath(value, root)}"
     # Quoted where a shell would split or expand it (JSON overrides); "~" is left as
-    # typed, since the study expands it itself.
-    return arg if re.fullmatch(r"[\w@%+=:,./~-]*", arg) else shlex.quote(arg)
+    # typed, since the study expands it itself. An empty argument is quoted too, or a
+    # shell would drop it.
+    return arg if re.fullmatch(r"[\w@%+=:,./~-]+", arg) else shlex.quote(arg)
 
   return " ".join(["python", "bench/ablation.py", *map(relative, argv)])
 

@@ -87,6 +87,9 @@ def test_command_names_paths_in_the_checkout_relative_to_it(tmp_path):
   line = ablation._command_line(['--config_overrides={"seed": 1}', "--workdir=~/.cache/x"])
   assert line == ("python bench/ablation.py '--config_overrides={\"seed\": 1}' "
                   "--workdir=~/.cache/x")
+  # An empty argument is an argument: unquoted, a shell would drop it.
+  line = ablation._command_line(["--study=objectives", "", "--steps=100"])
+  assert line == "python bench/ablation.py --study=objectives '' --steps=100"
 
 
 def _ledger_with_electra(root, seeds, accuracy=0.75):
