@@ -22,12 +22,18 @@ from electra_tf import fileio
 
 def atomic_write_text(path: str, text: str) -> None:
   """Writes `text` to `path` through a temporary file so readers never see half a file."""
+  atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: str, data: bytes) -> None:
+  """Writes `data` to `path` through a temporary file so readers never see half a file."""
   if fileio.is_remote(path):
     directory = fileio.dirname(path)
     fileio.makedirs(directory)
     tmp = fileio.join(directory, f".{fileio.basename(path)}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-      fileio.write_text(tmp, text)
+      with fileio.open(tmp, "wb") as f:
+        f.write(data)
       fileio.rename(tmp, path, overwrite=True)
     except BaseException:
       with contextlib.suppress(Exception):
@@ -38,8 +44,8 @@ def atomic_write_text(path: str, text: str) -> None:
   os.makedirs(directory, exist_ok=True)
   fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
   try:
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-      f.write(text)
+    with os.fdopen(fd, "wb") as f:
+      f.write(data)
     os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the file from other users
     os.replace(tmp, path)
   except BaseException:

