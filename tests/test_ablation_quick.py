@@ -1,4 +1,4 @@
-"""bench/ablation.py's whole pipeline on a toy budget: every arm wired as the study says."""
+"""bench/quality/ablation.py's whole pipeline on a toy budget: every arm wired as the study says."""
 
 import json
 import os
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
+sys.path.insert(0, os.path.join(ROOT, "bench", "quality"))
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +109,7 @@ def test_rerun_resumes_without_retraining(study):
 
 
 def test_part_of_a_checkpoint_restores_only_that_part(study):
-  import ablation_finetune
+  import study_lib
 
   from electra_tf.config import EncoderConfig
 
@@ -117,11 +117,11 @@ def test_part_of_a_checkpoint_restores_only_that_part(study):
   source = os.path.join(workdir, "mlm", "discriminator")
   with open(os.path.join(source, "config.json")) as f:
     config = EncoderConfig(**json.load(f)["encoder"])
-  whole = ablation_finetune.encoder_weights(config, source, seed=3)
-  drawn = ablation_finetune.encoder_weights(config, None, seed=3)
-  embeddings = ablation_finetune.encoder_weights(config, source, seed=3, part="embeddings")
-  layers = ablation_finetune.encoder_weights(config, source, seed=3, part="layers")
-  names = [v.name for v in ablation_finetune.built_encoder(config).weights]
+  whole = study_lib.encoder_weights(config, source, seed=3)
+  drawn = study_lib.encoder_weights(config, None, seed=3)
+  embeddings = study_lib.encoder_weights(config, source, seed=3, part="embeddings")
+  layers = study_lib.encoder_weights(config, source, seed=3, part="layers")
+  names = [v.name for v in study_lib.built_encoder(config).weights]
   assert any("embeddings" in n for n in names) and any("layer" in n for n in names)
   differs = {"embeddings" in n for n, w, d in zip(names, whole, drawn)
              if not np.array_equal(w, d)}
@@ -131,7 +131,7 @@ def test_part_of_a_checkpoint_restores_only_that_part(study):
     np.testing.assert_array_equal(pretrained, w, err_msg=name)
     np.testing.assert_array_equal(other, d, err_msg=name)
   with pytest.raises(ValueError, match="unknown encoder part"):
-    ablation_finetune.encoder_weights(config, source, seed=3, part="heads")
+    study_lib.encoder_weights(config, source, seed=3, part="heads")
 
 
 

@@ -1,4 +1,4 @@
-"""bench/ablation.py's changed miniatures: overrides reach the config and guard the ledger."""
+"""bench/quality/ablation.py's changed miniatures: overrides reach the config and guard the ledger."""
 
 import json
 import os
@@ -8,7 +8,7 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
+sys.path.insert(0, os.path.join(ROOT, "bench", "quality"))
 
 import ablation  # noqa: E402
 
@@ -77,19 +77,19 @@ def test_tables_list_as_pending_only_the_arms_asked_for(tmp_path):
 
 
 def test_command_names_paths_in_the_checkout_relative_to_it(tmp_path):
-  inside = os.path.join(ablation.HERE, "results", "ablation", "budget_4x")
+  inside = os.path.join(ablation.RESULTS, "budget_4x")
   line = ablation._command_line(["--study=objectives", f"--results_dir={inside}",
                                  f"--workdir={tmp_path}", "--steps=24000"])
-  assert line == ("python bench/ablation.py --study=objectives "
+  assert line == ("python bench/quality/ablation.py --study=objectives "
                   f"--results_dir=bench/results/ablation/budget_4x --workdir={tmp_path} "
                   "--steps=24000")
   # JSON overrides come back quoted, so the printed command runs as it reads.
   line = ablation._command_line(['--config_overrides={"seed": 1}', "--workdir=~/.cache/x"])
-  assert line == ("python bench/ablation.py '--config_overrides={\"seed\": 1}' "
+  assert line == ("python bench/quality/ablation.py '--config_overrides={\"seed\": 1}' "
                   "--workdir=~/.cache/x")
   # An empty argument is an argument: unquoted, a shell would drop it.
   line = ablation._command_line(["--study=objectives", "", "--steps=100"])
-  assert line == "python bench/ablation.py --study=objectives '' --steps=100"
+  assert line == "python bench/quality/ablation.py --study=objectives '' --steps=100"
 
 
 def _ledger_with_electra(root, seeds, accuracy=0.75):
@@ -139,7 +139,7 @@ def test_an_arm_that_is_another_studys_run_takes_its_records(tmp_path):
   record = json.loads((ledger / "pretrain" / "generator_1_2.json").read_text())
   assert record == {"steps": 6000, "same_run": "objectives/electra"}
   # Resumed, the study finds nothing of the arm to run.
-  assert not ablation.ablation_finetune.pending({"generator_1_2": None}, seeds,
+  assert not ablation.study_lib.pending({"generator_1_2": None}, seeds,
                                                 str(ledger / "finetune"), True)
   rows = {"generator_1_2": {"movie_reviews": {"mean": 75.5, "stderr": 0.5, "seeds": [75, 76]},
                             "average": {"mean": 75.5, "stderr": 0.5}, "pretrain": record}}
@@ -192,7 +192,7 @@ def test_an_arm_is_pretrained_unless_the_other_run_is_the_same_and_finished(tmp_
 
 
 def test_fine_tuning_results_are_guarded_by_the_vocabs_content_not_its_path(tmp_path):
-  from ablation_finetune import record_settings  # noqa: PLC0415
+  from study_lib import record_settings  # noqa: PLC0415
 
   from electra_tf.data.vocab import load_vocab  # noqa: PLC0415
 
@@ -245,7 +245,7 @@ def test_tables_name_where_each_arm_was_pretrained():
 
 
 def test_a_run_recorded_twice_counts_once(tmp_path):
-  from ablation_finetune import TASKS, finetune_all  # noqa: PLC0415
+  from study_lib import TASKS, finetune_all  # noqa: PLC0415
 
   vocab = tmp_path / "vocab.txt"
   vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the"]) + "\n")

@@ -1,4 +1,4 @@
-"""bench/word_order.py's shuffle and AUC: the probe is only as good as these two."""
+"""bench/quality/word_order.py's shuffle and AUC: the probe is only as good as these two."""
 
 import os
 import sys
@@ -6,7 +6,7 @@ import sys
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
+sys.path.insert(0, os.path.join(ROOT, "bench", "quality"))
 
 import word_order  # noqa: E402
 

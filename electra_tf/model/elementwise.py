@@ -46,7 +46,7 @@ def sum_rows(x: tf.Tensor) -> tf.Tensor:
 
   The gradients of biases and LayerNorm parameters are such sums over every token. On CPU
   oneDNN's matrix-vector product does them several times faster than TensorFlow's Sum
-  kernel, in float32 and bfloat16 (`bench/step_ab.py --variants=ours,reduction_kernels`
+  kernel, in float32 and bfloat16 (`bench/speed/step_ab.py --variants=ours,reduction_kernels`
   times the step both ways; docs/benchmarks.md). It accumulates in float32 in either dtype.
   """
   ones = tf.ones([1, tf.shape(x)[0]], x.dtype)

@@ -3,7 +3,7 @@
 On CPU (and GPU) without `--jit_compile`, TensorFlow runs each elementwise op as its own
 pass through memory. Two parts of the step are many such passes and gain most from being
 one XLA-compiled function each (what each is worth: docs/benchmarks.md, measured with
-`python bench/step_ab.py`; the design: docs/design.md, "Performance"):
+`python bench/speed/step_ab.py`; the design: docs/design.md, "Performance"):
 
 - GELU: about fifteen ops over the feed-forward activations ([tokens, 4H]) forward and
   backward, with a slow erfc kernel.

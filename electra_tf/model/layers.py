@@ -169,7 +169,7 @@ class _SeededAttention(tf_keras.layers.MultiHeadAttention):
   The scores and the context are batched matmuls over heads-major [B, N, T, H] copies of
   the projections rather than Keras's einsums on [B, T, N, H]: the same products, which
   oneDNN runs faster in this layout, transposes included (measured by
-  `python bench/step_ab.py --variants=ours,keras_attention`; docs/benchmarks.md). The
+  `python bench/speed/step_ab.py --variants=ours,keras_attention`; docs/benchmarks.md). The
   projections are elementwise.EinsumDense. Same variables and outputs.
   """
 

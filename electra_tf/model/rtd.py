@@ -65,7 +65,7 @@ def sample_from_logits(logits: tf.Tensor, uniforms: tf.Tensor, temperature: floa
   Returns:
     int32 [B, P] sampled ids.
   """
-  with tf.name_scope("sample_from_logits"):  # a class of its own in bench/profile_step.py
+  with tf.name_scope("sample_from_logits"):  # a class of its own in bench/speed/profile_step.py
     return _sample_from_logits(logits, uniforms, temperature, disallow_ids, block_size)
 
 
@@ -173,7 +173,7 @@ def sparse_cross_entropy(logits: tf.Tensor, labels: tf.Tensor):
 
   The same values and gradient (softmax - one_hot(label)), written out because TF's CPU
   kernel is slower at generator size (measured by
-  `python bench/step_ab.py --variants=ours,tf_cross_entropy`; docs/benchmarks.md). The
+  `python bench/speed/step_ab.py --variants=ours,tf_cross_entropy`; docs/benchmarks.md). The
   gradient reuses the forward pass's exponentials and writes the -1 at each label with one
   scatter, so no [..., V] one-hot is built. Labels must be in [0, V).
 
@@ -184,7 +184,7 @@ def sparse_cross_entropy(logits: tf.Tensor, labels: tf.Tensor):
   Returns:
     float [...] cross-entropies.
   """
-  with tf.name_scope("sparse_cross_entropy"):  # a class of its own in bench/profile_step.py
+  with tf.name_scope("sparse_cross_entropy"):  # a class of its own in bench/speed/profile_step.py
     return _sparse_cross_entropy(logits, labels)
 
 

@@ -88,7 +88,7 @@ class AdamWeightDecay(tf_keras.optimizers.legacy.Optimizer):
   # One ResourceApplyAdam op per variable (TensorFlow's fused Adam kernel, after the
   # decay) instead of a dozen elementwise ops: the same update, up to rounding.
   # `_written_out_update` is the update as ops, kept as the reference the tests and
-  # bench/step_ab.py compare with.
+  # bench/speed/step_ab.py compare with.
   fused_update = True
 
   def _prepare_local(self, var_device, var_dtype, apply_state):

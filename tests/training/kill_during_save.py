@@ -1,4 +1,4 @@
-"""pretrain.py with one fault for the preemption tests and bench/soak.py.
+"""pretrain.py with one fault for the preemption tests and bench/resume/soak.py.
 
   python tests/training/kill_during_save.py STEP:SECONDS [pretrain.py flags ...]
 

@@ -1,18 +1,18 @@
 r"""Our MLM network beside Model Garden's BERT, trained by one loop on the ablation study's data.
 
-  python bench/mlm_reference.py --steps=1500                 # Model Garden's network
-  python bench/mlm_reference.py --steps=1500 --network=ours  # electra_tf's Generator
-  python bench/mlm_reference.py --data=chain --network=ours  # a task only word order solves
+  python bench/quality/mlm_reference.py --steps=1500                 # Model Garden's network
+  python bench/quality/mlm_reference.py --steps=1500 --network=ours  # electra_tf's Generator
+  python bench/quality/mlm_reference.py --data=chain --network=ours  # a task only word order solves
 
 Both networks are the ablation study's miniature (128 wide, 2 layers, 2 heads, embeddings 64
 wide, vocab learned from the built-in corpus, exact GELU, dropout 0.1) trained as a masked LM
-on the same input stream (bench/ablation.py's data and masking, batch 32 x 128 unless
+on the same input stream (bench/quality/ablation.py's data and masking, batch 32 x 128 unless
 --batch_size says otherwise) by the same plain loop: one tf.function step, electra_tf's AdamW
 with bias correction, weight decay 0.01, global-norm clipping at 1.0, and a linear warmup (10%)
 then linear decay to 0. The reference is `official.nlp.modeling.networks.BertEncoderV2` with
 `layers.MaskedLM` tied to its word embeddings. What differs is only the network's code, so the
 loss curves say whether ours learns as a reference BERT does at this scale, and the attention
-printed at the end (bench/probe_encoder.py's statistics on TREC questions) says whether either
+printed at the end (bench/quality/probe_encoder.py's statistics on TREC questions) says whether either
 has learned to look at neighbouring tokens.
 
 --data=chain swaps the text for synthetic sequences that only attention to neighbours can
@@ -20,7 +20,7 @@ predict (see chain_dataset), to measure how many steps a configuration needs bef
 learns word order at all; --config_overrides changes the miniature as pretrain.py's flag
 does (sequence length, batch, widths, epsilon); --optimizer=keras_adam rules out ours.
 
-Needs the study's data: run `python bench/ablation.py --study=objectives` (or --quick) once,
+Needs the study's data: run `python bench/quality/ablation.py --study=objectives` (or --quick) once,
 or point --data_dir/--vocab elsewhere.
 """
 
@@ -32,7 +32,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.dirname(HERE), HERE]
+sys.path[:0] = [os.path.dirname(os.path.dirname(HERE)), HERE]
 
 import numpy as np  # noqa: E402
 
@@ -63,13 +63,12 @@ def main() -> None:
   parser.add_argument("--optimizer", choices=("ours", "keras_adam"), default="ours",
                       help="ours: electra_tf's AdamW; keras_adam: tf_keras's Adam (no "
                            "weight decay), to rule the optimizer out")
-  parser.add_argument("--vocab", default=os.path.join(HERE, "results", "ablation", "vocab.txt"))
+  parser.add_argument("--vocab", default=os.path.join(os.path.dirname(HERE), "results", "ablation",
+                                                      "vocab.txt"))
   parser.add_argument("--data_dir", default="~/.cache/electra_tf/ablation/data")
   args = parser.parse_args()
 
-  import ablation  # noqa: PLC0415
-  import ablation_finetune  # noqa: PLC0415
-  import probe_encoder  # noqa: PLC0415
+  import study_lib  # noqa: PLC0415
   import tensorflow as tf  # noqa: PLC0415
   import tf_keras  # noqa: PLC0415
   from official.nlp.modeling import layers, networks  # noqa: PLC0415
@@ -84,10 +83,10 @@ def main() -> None:
   from electra_tf.training.optimizer import create_optimizer  # noqa: PLC0415
 
   vocab = load_vocab(args.vocab)
-  config = ablation.base_config(False, vocab.size).replace(learning_rate=args.learning_rate,
+  config = study_lib.base_config(False, vocab.size).replace(learning_rate=args.learning_rate,
                                                            batch_size=args.batch_size)
-  config = ablation._with_steps(config, args.steps)  # noqa: SLF001
-  overrides = ablation.parse_overrides(args.config_overrides)
+  config = study_lib.with_steps(config, args.steps)
+  overrides = study_lib.parse_overrides(args.config_overrides)
   if overrides:
     config = config.replace(**overrides)
   if args.data == "chain":
@@ -192,7 +191,7 @@ def main() -> None:
     sample = {k: chains[k] for k in (F.INPUT_IDS, F.INPUT_MASK, F.SEGMENT_IDS)}
     where = f"{config.batch_size} chains"
   else:
-    _, train, _ = ablation_finetune.load_task(ablation_finetune.TASKS["trec"],
+    _, train, _ = study_lib.load_task(study_lib.TASKS["trec"],
                                               WordPieceTokenizer(vocab))
     sample = {k: tf.constant(train[k][:512])
               for k in (F.INPUT_IDS, F.INPUT_MASK, F.SEGMENT_IDS)}
@@ -219,7 +218,7 @@ def main() -> None:
         target.assign(source)
   print(f"attention on {where} (mean over real query tokens):")
   print("  layer head  entropy  self  prev  next   cls   sep")
-  for row in probe_encoder.attention_stats(probed, sample):
+  for row in study_lib.attention_stats(probed, sample):
     print(f"  {row['layer']:>5} {row['head']:>4}  {row['entropy']:7.2f} {row['self']:5.2f} "
           f"{row['prev']:5.2f} {row['next']:5.2f} {row['cls']:5.2f} {row['sep']:5.2f}")
 

@@ -6,9 +6,9 @@ SIGKILL between checkpoints, SIGTERM), restarted after each, and run to the end.
 table of the interruptions and whether the final weights and optimizer state equal the
 undisturbed run's (allclose, CPU float32). Exit code 0 when they do.
 
-  .venv/bin/python bench/soak.py                      # 10 kills, one device
-  .venv/bin/python bench/soak.py --cpu_devices=2      # the same on two CPU replicas
-  .venv/bin/python bench/soak.py --kills=20 --seed=7
+  .venv/bin/python bench/resume/soak.py                      # 10 kills, one device
+  .venv/bin/python bench/resume/soak.py --cpu_devices=2      # the same on two CPU replicas
+  .venv/bin/python bench/resume/soak.py --kills=20 --seed=7
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 # pretrain.py with a SIGKILL during one save: the tests' fault-injection launcher.
 KILL_DURING_SAVE = os.path.join(ROOT, "tests", "training", "kill_during_save.py")

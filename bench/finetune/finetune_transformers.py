@@ -2,9 +2,9 @@ r"""The reference side of the fine-tuning parity check: the same all-MiniLM-L6-v
 fine-tuned with transformers (PyTorch) on the same data subsets and hyperparameters as
 finetune.py, scored the same way (the official SQuAD v1.1 script; accuracy).
 
-  python bench/finetune_transformers.py --task=movie_reviews --max_seq_length=64 \
+  python bench/finetune/finetune_transformers.py --task=movie_reviews --max_seq_length=64 \
       --max_train_examples=4000 --epochs=2
-  python bench/finetune_transformers.py --task=squad --max_seq_length=256 \
+  python bench/finetune/finetune_transformers.py --task=squad --max_seq_length=256 \
       --max_train_examples=3000 --max_eval_examples=1000 --epochs=1 --bf16
 
 Prints progress, a result line and one JSON line. Needs requirements-test.txt (torch,
@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
@@ -134,7 +134,7 @@ def train(model, batches, steps, args, forward):
 
 def batch_indices(n: int, batch_size: int, seed: int):
   """Example indices of each batch, forever: a fresh permutation per epoch, remainder dropped.
-  bench/squad_same_order.py replays this order."""
+  bench/finetune/squad_same_order.py replays this order."""
   rng = np.random.default_rng(seed)
   while True:
     order = rng.permutation(n)
@@ -240,7 +240,7 @@ def main():
   parser.add_argument("--weight_decay", type=float, default=0.01)
   parser.add_argument("--seed", type=int, default=0)
   parser.add_argument("--no_dropout", action="store_true",
-                      help="dropout 0 everywhere (for bench/squad_same_order.py comparisons)")
+                      help="dropout 0 everywhere (for bench/finetune/squad_same_order.py comparisons)")
   parser.add_argument("--bf16", action="store_true", help="torch.autocast bfloat16 on the CPU")
   parser.add_argument("--threads", type=int, default=2)
   parser.add_argument("--log_steps", type=int, default=25)

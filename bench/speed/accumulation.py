@@ -1,10 +1,10 @@
 r"""Gradient accumulation: peak memory and tokens/s of one update batch at several k.
 
-  python bench/accumulation.py                        # small, batch 128, k = 1, 4, 8
-  python bench/accumulation.py --ks=1,2 --steps=5 --preset=tiny --batch_size=32
+  python bench/speed/accumulation.py                        # small, batch 128, k = 1, 4, 8
+  python bench/speed/accumulation.py --ks=1,2 --steps=5 --preset=tiny --batch_size=32
 
 Each k trains in a fresh process (so peak memory is that setting's alone) on the synthetic
-batch of bench/pretrain_step.py: the same examples per update, run as k micro-batches of
+batch of bench/speed/pretrain_step.py: the same examples per update, run as k micro-batches of
 batch_size / k. Memory: on a GPU, TensorFlow's peak allocation on GPU:0
 (tf.config.experimental.get_memory_info); on CPU, the process's peak resident set size
 (getrusage ru_maxrss), with the resident size before the first step beside it (imports,
@@ -24,9 +24,9 @@ import statistics
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "bench"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def _rss_mb() -> float:
@@ -38,7 +38,7 @@ def _rss_mb() -> float:
 def measure(args) -> dict:
   """Trains `args.steps` updates at k = args.k in this process; the figures as a dict."""
   import tensorflow as tf
-  from pretrain_step import build_ours, time_fit
+  from step_lib import build_ours, time_fit
 
   from electra_tf import presets
 

@@ -1,7 +1,7 @@
 r"""Our pretraining step beside variants with one optimisation undone, in one process.
 
-  python bench/step_ab.py                                   # small, bfloat16, all variants
-  python bench/step_ab.py --variants=ours,keras_layer_norm --rounds=5
+  python bench/speed/step_ab.py                                   # small, bfloat16, all variants
+  python bench/speed/step_ab.py --variants=ours,keras_layer_norm --rounds=5
 
 Variants (each rebuilds the model with the earlier code path put back):
   ours                  the step as it is
@@ -39,9 +39,9 @@ import os
 import statistics
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "bench"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 VARIANTS = ("ours", "philox_dropout", "dropout_32bit_select", "unfused_gelu", "autodiff_gelu",
             "keras_layer_norm", "keras_attention", "tf_cross_entropy", "written_out_adam",
@@ -140,8 +140,7 @@ def main():
   variants = args.variants.split(",")
 
   import tensorflow as tf
-  from pretrain_step import synthetic_batch
-  from profile_step import median_seconds
+  from step_lib import median_seconds, synthetic_batch
 
   from electra_tf import presets
   from electra_tf.training import pretraining, strategy

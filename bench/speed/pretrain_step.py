@@ -1,9 +1,9 @@
 r"""Pretraining step throughput: ours beside tf-models-official's ElectraPretrainer and
 transformers' PyTorch ELECTRA, same sizes and batch, each in its own process.
 
-  python bench/pretrain_step.py                       # tiny and small, every impl/precision
-  python bench/pretrain_step.py --presets=small --impls=ours --steps=5
-  python bench/pretrain_step.py --quick               # tiny only, few steps
+  python bench/speed/pretrain_step.py                       # tiny and small, every impl/precision
+  python bench/speed/pretrain_step.py --presets=small --impls=ours --steps=5
+  python bench/speed/pretrain_step.py --quick               # tiny only, few steps
 
 Prints a table, one JSON line per measurement (impl, preset, precision, xla, batch_size,
 tokens_per_s (median step), tokens_per_s_best (fastest step), mfu, compile_s) and a last JSON
@@ -22,85 +22,12 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path[:0] = [ROOT, os.path.dirname(os.path.abspath(__file__))]
+
+from step_lib import build_ours, measure_peak, synthetic_batch, synthetic_dataset, time_fit  # noqa: E402
+
 BATCH = {"tiny": 8, "small": 32}
-
-
-def synthetic_batch(config, seed: int = 0):
-  """A pretraining batch with the pipeline's shapes: random ids, masked positions."""
-  import numpy as np
-
-  rng = np.random.default_rng(seed)
-  B, L, P = config.batch_size, config.max_seq_length, config.max_predictions_per_seq
-  ids = rng.integers(1000, 30000, size=(B, L)).astype(np.int32)
-  ids[:, 0], ids[:, -1] = 101, 102
-  positions = np.sort(np.stack([rng.choice(np.arange(1, L - 1), P, replace=False)
-                                for _ in range(B)]), axis=1).astype(np.int32)
-  masked_ids = np.take_along_axis(ids, positions, 1)
-  masked_input = ids.copy()
-  np.put_along_axis(masked_input, positions, 103, 1)
-  return {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": np.zeros_like(ids),
-          "masked_input_ids": masked_input, "masked_lm_positions": positions,
-          "masked_lm_ids": masked_ids, "masked_lm_weights": np.ones((B, P), np.float32)}
-
-
-def synthetic_dataset(config):
-  """The synthetic batch repeated, with tf.data autotuning off.
-
-  The timing loop makes one Keras fit call per timed step (or per `per_call` steps), and
-  each call ends by deleting its dataset iterator. With autotuning on, steps then ended at
-  exactly 2.56 s or 5.12 s (7 of 16 small bfloat16 steps on 2026-11-24), which is
-  10 + 20 + ... ms: a doubling sleep waited out at the deletion, presumably the autotune
-  loop's. A fixed batch needs no tuning, so both TensorFlow implementations get it off.
-  """
-  import tensorflow as tf
-
-  options = tf.data.Options()
-  options.autotune.enabled = False
-  return tf.data.Dataset.from_tensors(synthetic_batch(config)).repeat().with_options(options)
-
-
-def measure_peak(precision: str) -> float:
-  """Best FLOP/s of a 2048^3 tf.matmul in the compute dtype of `precision`."""
-  import tensorflow as tf
-
-  dtype = tf.bfloat16 if "bfloat16" in precision else tf.float32
-  a = tf.cast(tf.random.normal([2048, 2048]), dtype)
-  f = tf.function(lambda: tf.matmul(a, a))
-  f()
-  best = 0.0
-  for _ in range(5):
-    start = time.perf_counter()
-    for _ in range(5):
-      r = f()
-    r.numpy()
-    best = max(best, 5 * 2 * 2048 ** 3 / (time.perf_counter() - start))
-  return best
-
-
-def time_fit(model, dataset, steps: int, per_call: int) -> tuple[float, list[float]]:
-  start = time.perf_counter()
-  model.fit(dataset, steps_per_epoch=per_call, epochs=1, verbose=0)
-  compile_s = time.perf_counter() - start
-  times = []
-  for _ in range(max(1, steps // per_call)):
-    start = time.perf_counter()
-    model.fit(dataset, steps_per_epoch=per_call, epochs=1, verbose=0)
-    times.append((time.perf_counter() - start) / per_call)
-  return compile_s, times
-
-
-def build_ours(config, xla: bool, per_call: int):
-  """(our compiled pretrainer, the fixed synthetic batch repeated) in `config.precision`."""
-  import tensorflow as tf
-
-  from electra_tf.training import pretraining, strategy
-
-  strategy.set_precision(config.precision)
-  model = pretraining.build_model(config.replace(steps_per_execution=per_call),
-                                  tf.distribute.get_strategy(), jit_compile=xla)
-  return model, synthetic_dataset(config)
 
 
 def run_ours(config, xla: bool, steps: int, per_call: int):

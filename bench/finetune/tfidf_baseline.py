@@ -1,7 +1,7 @@
 """The floor for the movie-review sentiment task: TF-IDF (word 1-2 grams) + logistic
 regression on the same train/dev split finetune.py uses (--task=movie_reviews).
 
-  python bench/tfidf_baseline.py [--max_train_examples=4000]
+  python bench/finetune/tfidf_baseline.py [--max_train_examples=4000]
 
 Needs scikit-learn (installed with tf-models-official). Prints accuracy and a JSON line.
 """
@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 

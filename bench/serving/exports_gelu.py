@@ -2,7 +2,7 @@
 ElectraBackbone loaded from our preset (tanh approximation, as keras-hub builds it), on the
 real all-MiniLM-L6-v2 weights and real text (SQuAD dev questions with their paragraphs).
 
-  python bench/exports_gelu.py [--examples=64]
+  python bench/serving/exports_gelu.py [--examples=64]
 
 Prints the largest and mean absolute difference of the last hidden states (real tokens only),
 with the erf GELU swapped in as the control, and how often a linear probe's argmax flips.

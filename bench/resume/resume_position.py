@@ -1,7 +1,7 @@
 r"""Time to the first batch of a resumed input stream, at positions deep into a large data set.
 
-  python bench/resume_position.py                  # builds the data once into --data_dir
-  python bench/resume_position.py --copies=2 --max_seq_length=32
+  python bench/resume/resume_position.py                  # builds the data once into --data_dir
+  python bench/resume/resume_position.py --copies=2 --max_seq_length=32
 
 Builds pretraining data from the built-in corpus (SQuAD v1.1 train contexts) repeated
 `--copies` times, with the project's builder, at a short sequence length so that it holds a
@@ -23,7 +23,7 @@ import statistics
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
 

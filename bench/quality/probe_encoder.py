@@ -1,6 +1,6 @@
 r"""What a pretrained encoder has learned, before any fine-tuning: attention and linear probes.
 
-  python bench/probe_encoder.py --vocab=bench/results/ablation/vocab.txt \
+  python bench/quality/probe_encoder.py --vocab=bench/results/ablation/vocab.txt \
       --encoders=random,~/.cache/electra_tf/ablation/objectives/electra/discriminator \
       --task=trec
 
@@ -28,52 +28,9 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.dirname(HERE), HERE]
+sys.path[:0] = [os.path.dirname(os.path.dirname(HERE)), HERE]
 
 import numpy as np  # noqa: E402
-
-
-def attention_stats(encoder, inputs: dict) -> list[dict]:
-  """[{layer, head, entropy, self, prev, next, cls, sep}] for one batch of `inputs`."""
-  import tensorflow as tf  # noqa: PLC0415
-
-  from electra_tf import features as F  # noqa: PLC0415
-
-  captured = []
-  for block in encoder.blocks:
-    layer = block._attention_layer  # noqa: SLF001
-    compute = layer._compute_attention  # noqa: SLF001
-
-    def capture(query, key, value, attention_mask=None, training=None, compute=compute):
-      out, probs = compute(query, key, value, attention_mask, training)
-      captured.append(probs)
-      return out, probs
-
-    layer._compute_attention = capture  # noqa: SLF001
-  try:
-    encoder(inputs, training=False)
-  finally:
-    for block in encoder.blocks:
-      del block._attention_layer._compute_attention  # noqa: SLF001
-  mask = inputs[F.INPUT_MASK].numpy().astype(bool)  # [B, L]
-  lengths = mask.sum(1)
-  pairs = mask[:, 1:] & mask[:, :-1]  # query t with a real neighbour t-1 (and t+1 for t-1)
-  rows = []
-  for layer_index, probs in enumerate(captured):
-    probs = tf.cast(probs, tf.float32).numpy()  # [B, N, T, S]
-    for head in range(probs.shape[1]):
-      p = probs[:, head]
-      entropy = -(p * np.log(p + 1e-9)).sum(-1)
-      last_sep = p[np.arange(len(p)), :, lengths - 1]  # [B, T]
-      rows.append({
-          "layer": layer_index, "head": head,
-          "entropy": float(entropy[mask].mean()),
-          "self": float(np.diagonal(p, 0, 1, 2)[mask].mean()),
-          "prev": float(np.diagonal(p, -1, 1, 2)[pairs].mean()),
-          "next": float(np.diagonal(p, 1, 1, 2)[pairs].mean()),
-          "cls": float(p[:, :, 0][mask].mean()),
-          "sep": float(last_sep[mask].mean())})
-  return rows
 
 
 def features_of(encoder, data: dict, batch: int = 512) -> np.ndarray:
@@ -112,7 +69,7 @@ def main() -> None:
   parser.add_argument("--seed", type=int, default=0, help="the random encoder's seed")
   args = parser.parse_args()
 
-  import ablation_finetune  # noqa: PLC0415
+  import study_lib  # noqa: PLC0415
   import tensorflow as tf  # noqa: PLC0415
   from sklearn.linear_model import LogisticRegression  # noqa: PLC0415
 
@@ -128,20 +85,20 @@ def main() -> None:
                          num_layers=args.num_layers, num_heads=args.num_heads,
                          intermediate_size=args.intermediate_size,
                          embedding_size=args.embedding_size)
-  setting = ablation_finetune.TASKS[args.task]
-  _, train, dev = ablation_finetune.load_task(setting, WordPieceTokenizer(vocab))
+  setting = study_lib.TASKS[args.task]
+  _, train, dev = study_lib.load_task(setting, WordPieceTokenizer(vocab))
   sample = {k: tf.constant(train[k][:512]) for k in (F.INPUT_IDS, F.INPUT_MASK, F.SEGMENT_IDS)}
   names = ["embeddings", *(f"layer {i}" for i in range(args.num_layers)), "last [CLS]"]
   for source in args.encoders.split(","):
     path = None if source == "random" else os.path.expanduser(source)
-    weights = ablation_finetune.encoder_weights(config, path, args.seed)
+    weights = study_lib.encoder_weights(config, path, args.seed)
     encoder = ElectraEncoder(config, name="encoder")
     encoder(sample)
     encoder.set_weights(weights)
     print(f"\n== {source}")
     print("attention (mean over real query tokens, first 512 training sentences):")
     print("  layer head  entropy  self  prev  next   cls   sep")
-    for row in attention_stats(encoder, sample):
+    for row in study_lib.attention_stats(encoder, sample):
       print(f"  {row['layer']:>5} {row['head']:>4}  {row['entropy']:7.2f} {row['self']:5.2f} "
             f"{row['prev']:5.2f} {row['next']:5.2f} {row['cls']:5.2f} {row['sep']:5.2f}")
     train_x, dev_x = features_of(encoder, train), features_of(encoder, dev)

@@ -5,7 +5,7 @@ BERT-shaped, requirements-data.txt), exports it with electra-export --format=tfl
 scores the Keras model, the float and the int8 TFLite models on the 1,060 dev sentences
 with LiteRT's interpreter, one sentence at a time as a phone runs it.
 
-  python bench/exports_int8.py [--train_examples=3000] [--epochs=1] [--max_seq_length=64]
+  python bench/serving/exports_int8.py [--train_examples=3000] [--epochs=1] [--max_seq_length=64]
 
 Prints accuracies, the int8 - float difference, file sizes and single-sentence latency.
 """

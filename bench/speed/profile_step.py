@@ -1,9 +1,9 @@
 r"""Where a pretraining step's time goes: phases timed apart, and time by op type.
 
-  python bench/profile_step.py                                 # small, float32, no XLA
-  python bench/profile_step.py --preset=small --precision=bfloat16 --xla
+  python bench/speed/profile_step.py                                 # small, float32, no XLA
+  python bench/speed/profile_step.py --preset=small --precision=bfloat16 --xla
 
-Phases, each its own compiled function on the same synthetic batch (bench/pretrain_step.py's),
+Phases, each its own compiled function on the same synthetic batch (bench/speed/pretrain_step.py's),
 timed as the median of `--reps` calls after warm-up; each row also shows its share of the
 full step and the model FLOPs per second it reaches:
   generator forward   the generator network and its MLM head (masked positions only)
@@ -36,35 +36,14 @@ import glob
 import json
 import os
 import re
-import statistics
 import sys
 import tempfile
-import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "bench"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-
-def median_seconds(fn, reps: int) -> float:
-  fn()
-  fn()
-  times = []
-  for _ in range(reps):
-    start = time.perf_counter()
-    out = fn()
-    _block(out)
-    times.append(time.perf_counter() - start)
-  return statistics.median(times)
-
-
-def _block(out):
-  import tensorflow as tf
-
-  for t in tf.nest.flatten(out):
-    if hasattr(t, "numpy"):
-      t.numpy()
-      return
+from step_lib import median_seconds, products, synthetic_batch, time_product, wait_for  # noqa: E402,E501
 
 
 def matmul_site(scope: str) -> str:
@@ -194,7 +173,6 @@ def main():
 
   if args.inter_op_threads:
     tf.config.threading.set_inter_op_parallelism_threads(args.inter_op_threads)
-  from pretrain_step import synthetic_batch
 
   from electra_tf import presets
   from electra_tf.model import flops
@@ -248,7 +226,7 @@ def main():
   train = phases[-1][1]
   tf.profiler.experimental.start(trace_dir)
   for _ in range(args.trace_steps):
-    _block(train())
+    wait_for(train())
   tf.profiler.experimental.stop()
   events = op_events(trace_dir)  # the trace is parsed once for every table below
   ops = op_breakdown(events, args.top)
@@ -277,7 +255,6 @@ def main():
       print(f"  {seconds / args.trace_steps * 1e3:7.2f} ms  {name[-110:]}")
   matmul_ms = None
   if args.matmul_reps:
-    from matmul_ceiling import products, time_product
 
     dtype = tf.bfloat16 if args.precision == "bfloat16" else tf.float32
     # Under --xla the products alone are XLA's too (its dot emitter, not oneDNN's).

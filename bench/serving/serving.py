@@ -2,7 +2,7 @@ r"""Serving latency and throughput: our exported SavedModel (serving_default on 
 beside transformers' PyTorch model with the same weights (all-MiniLM-L6-v2 as a sentence
 classifier), at batch 1 and 32 and sequence lengths 128 and 384, on this machine's CPU.
 
-  python bench/serving.py [--reps=30] [--threads=2]
+  python bench/serving/serving.py [--reps=30] [--threads=2]
 
 Prints a table and one JSON line per measurement. Each side runs in its own process, one
 after the other, so they do not compete for the cores.
@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHAPES = [(1, 128), (32, 128), (1, 384), (32, 384)]
 
 

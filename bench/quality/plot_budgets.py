@@ -1,10 +1,10 @@
 r"""ELECTRA against MLM across the ablation ledgers' budgets: a table and a PNG.
 
-  python bench/plot_budgets.py                      # writes bench/results/ablation/budgets.png
+  python bench/quality/plot_budgets.py                      # writes bench/results/ablation/budgets.png
 
 Reads the finished rows of the objectives-study ledgers under bench/results/ablation (the
 study itself with its checkpoints at 25/50/75%, and the runs at other budgets, other
-generator widths or another pretraining seed made with `bench/ablation.py --steps=...
+generator widths or another pretraining seed made with `bench/quality/ablation.py --steps=...
 --config_overrides=...`), and draws each encoder's fine-tuning average against its
 pretraining FLOPs: the paper's Figure 4 over every budget measured. The points below 0.1
 PFLOP are the 1x study's checkpoints at 25/50/75% of its run (learning rate not yet
@@ -20,7 +20,7 @@ import json
 import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RESULTS = os.path.join(HERE, "results", "ablation")
+RESULTS = os.path.join(os.path.dirname(HERE), "results", "ablation")
 
 SERIES = {
     "electra": "ELECTRA, generator 1/2 of the width",

@@ -1,10 +1,10 @@
 r"""The ELECTRA paper's ablations in miniature: pretrain each arm, fine-tune it, tabulate.
 
-  python bench/ablation.py --study=objectives       # Table 5 and Figure 4 in miniature
-  python bench/ablation.py --study=generator_size   # Figure 3 (left)
-  python bench/ablation.py --study=sharing          # weight tying, plus GDES
-  python bench/ablation.py --study=objectives --quick --workdir=/tmp/ablation  # toy budget
-  python bench/ablation.py --study=objectives --arms=electra,mlm --steps=12000 --final_only \
+  python bench/quality/ablation.py --study=objectives       # Table 5 and Figure 4 in miniature
+  python bench/quality/ablation.py --study=generator_size   # Figure 3 (left)
+  python bench/quality/ablation.py --study=sharing          # weight tying, plus GDES
+  python bench/quality/ablation.py --study=objectives --quick --workdir=/tmp/ablation  # toy budget
+  python bench/quality/ablation.py --study=objectives --arms=electra,mlm --steps=12000 --final_only \
       --workdir=~/.cache/electra_tf/ablation_2x --results_dir=bench/results/ablation/budget_2x
 
 Every arm pretrains the same discriminator (MINIATURE) from scratch on the built-in corpus
@@ -14,7 +14,7 @@ the arm's steps, then linear decay). The objectives study gives every arm the el
 arm's pretraining FLOPs (electra_tf.model.flops: an arm with a costlier step gets fewer
 steps); the other two give every arm the same steps and report FLOPs. Each encoder is then
 fine-tuned on movie-review polarity and TREC question types with several seeds (see
-ablation_finetune.py), beside a row without pretraining.
+study_lib.py), beside a row without pretraining.
 
 Resumable: rerun the same command, on this machine or another. Checkpoints and TFRecords
 are kept in --workdir (default ~/.cache/electra_tf/ablation, outside the checkout); the
@@ -41,40 +41,20 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(HERE))
+RESULTS = os.path.join(os.path.dirname(HERE), "results", "ablation")  # the ledgers
 sys.path[:0] = [ROOT, HERE]
 
-import ablation_finetune  # noqa: E402
+import study_lib  # noqa: E402
+from study_lib import MINIATURE, QUICK, base_config, parse_overrides, with_steps  # noqa: E402,F401,E501
 
 from electra_tf import atomic  # noqa: E402
-from electra_tf.config import EncoderConfig, PretrainConfig  # noqa: E402
+from electra_tf.config import PretrainConfig  # noqa: E402
 from electra_tf.model import flops  # noqa: E402
 
-# The miniature: a 2-layer, 128-wide discriminator (2 heads) with embeddings as wide as its
-# blocks, pretrained on 32-token sequences, 128 a batch (4,096 tokens a step), so that the
-# study's 13 encoders x 5 seeds x 2 tasks fine-tune and its six arms pretrain within about
-# four hours on 2 CPU cores. Narrower embeddings reach the first block through an
-# unnormalised projection that keeps its attention uniform, and at 128 tokens attention to
-# neighbours arrives too late for this budget (docs/objectives.md, "Short runs"). A generator
-# half as wide (the paper's best is 1/4 to 1/2; a quarter of 128 is 32 units). The demo's
-# recipe for short runs: Adam's bias correction and a peak learning rate of 1e-3. float32:
-# CPUs without native bfloat16 (AVX512-BF16 or AMX) emulate it far slower.
-MINIATURE = dict(
-    model=dict(hidden_size=128, num_layers=2, num_heads=2, intermediate_size=512,
-               embedding_size=128),
-    generator_fraction=0.5,
-    max_seq_length=32, batch_size=128, max_predictions_per_seq=5, learning_rate=1e-3,
-    precision="float32", adam_bias_correction=True, steps_per_execution=50, log_steps=100,
-    keep_checkpoints=5)
 ELECTRA_STEPS = 6000  # the electra arm's steps; the objectives study's FLOP budget
 VOCAB_SIZE = 8192
 SEEDS = (0, 1, 2, 3, 4)
-
-QUICK = dict(
-    model=dict(hidden_size=64, num_layers=2, num_heads=2, intermediate_size=128,
-               embedding_size=32),
-    max_seq_length=32, batch_size=8, learning_rate=5e-4, precision="float32",
-    adam_bias_correction=True, steps_per_execution=10, log_steps=20, keep_checkpoints=5)
 QUICK_STEPS, QUICK_VOCAB, QUICK_ARTICLES, QUICK_SEEDS = 24, 1000, 6, (0, 1)
 
 # GLUE dev from the paper (Clark et al. 2020, section 3.2-3.4), for the tables.
@@ -112,44 +92,6 @@ class Arm:
   same_as: tuple[str, str] | None = None
 
 
-def base_config(quick: bool, vocab_size: int, overrides: dict | None = None) -> PretrainConfig:
-  """The miniature (or the toy budget's), with `overrides` as pretrain.py's
-  --config_overrides takes them ("model.embedding_size": 128, "max_seq_length": 32, ...)."""
-  values = dict(QUICK if quick else MINIATURE)
-  values["model"] = EncoderConfig(vocab_size=vocab_size, **values["model"])
-  config = PretrainConfig(**values, num_train_steps=1000, warmup_steps=100)
-  return config.replace(**overrides) if overrides else config
-
-
-def parse_overrides(text: str | None) -> dict | None:
-  """A --config_overrides flag's JSON object (None when the flag is not given); a one-line
-  error naming the flag when it is not one."""
-  if not text:
-    return None
-  try:
-    overrides = json.loads(text)
-  except json.JSONDecodeError as exc:
-    raise SystemExit(f"error: --config_overrides is not valid JSON: {exc}") from exc
-  if not isinstance(overrides, dict):
-    raise SystemExit("error: --config_overrides must be a JSON object")
-  return overrides
-
-
-def _with_steps(config: PretrainConfig, steps: int, two_stage: bool = False) -> PretrainConfig:
-  """`steps` (rounded down to a multiple of 4), warmup 10%, a checkpoint every quarter.
-
-  Checkpoints are written at execution boundaries, so steps_per_execution becomes the
-  largest divisor of a quarter that is at most the miniature's.
-  """
-  quarter = max(1, steps // 4)
-  per_execution = max(d for d in range(1, config.steps_per_execution + 1) if quarter % d == 0)
-  changes = dict(num_train_steps=4 * quarter, warmup_steps=quarter * 4 // 10,
-                 checkpoint_steps=quarter, steps_per_execution=per_execution)
-  if two_stage:
-    changes["two_stage_steps"] = 2 * quarter
-  return config.replace(**changes)
-
-
 def arms(study: str, quick: bool = False) -> list[Arm]:
   """The arms of `study`, in the order they run (a toy budget fine-tunes one partial
   checkpoint per arm instead of three)."""
@@ -181,11 +123,11 @@ def arm_config(study: str, arm: Arm, base: PretrainConfig, steps: int) -> Pretra
   two_stage = arm.changes.get("two_stage", False)
   config = base.replace(**changes) if changes else base
   if study != "objectives":
-    return _with_steps(config, steps, two_stage)
-  budget = flops.run_flops(_with_steps(base, steps))
-  candidate = _with_steps(config, steps, two_stage)
+    return with_steps(config, steps, two_stage)
+  budget = flops.run_flops(with_steps(base, steps))
+  candidate = with_steps(config, steps, two_stage)
   per_step = flops.run_flops(candidate) / steps  # two-stage: the mean over its stages
-  return _with_steps(config, int(budget // per_step), two_stage)
+  return with_steps(config, int(budget // per_step), two_stage)
 
 
 def adopt_identical_run(ledger_root: str, study: str, arm: Arm, config: PretrainConfig,
@@ -225,17 +167,17 @@ def adopt_identical_run(ledger_root: str, study: str, arm: Arm, config: Pretrain
     why = f"{other_ledger} holds other settings or none"
   elif arm_config(other_study, other_arm, base, steps) != config:
     why = f"{source} has another config"
-  elif not os.path.exists(record_path) or ablation_finetune.pending(
+  elif not os.path.exists(record_path) or study_lib.pending(
       {other_name: None}, seeds, other_finetune, quick):
     why = f"{source} has not finished"
   copies = {}
-  for setting in ablation_finetune.settings(quick).values():
+  for setting in study_lib.settings(quick).values():
     if why:
       break
     name = f"{setting.name}.jsonl"
-    theirs = {r["seed"]: r for r in ablation_finetune.read_jsonl(
+    theirs = {r["seed"]: r for r in study_lib.read_jsonl(
         os.path.join(other_finetune, name)) if r["encoder"] == other_name and r["seed"] in seeds}
-    ours = {r["seed"]: r for r in ablation_finetune.read_jsonl(
+    ours = {r["seed"]: r for r in study_lib.read_jsonl(
         os.path.join(ledger, "finetune", name)) if r["encoder"] == arm.name}
     if any(_result(r) != _result(theirs.get(seed, {})) for seed, r in ours.items()):
       why = f"this ledger's {arm.name} runs differ from {source}'s"
@@ -345,12 +287,12 @@ def summarise(study: str, plan, scores: dict, pretrain: dict) -> dict:
     per_seed_average = None
     for task, by_encoder in scores.items():
       values = [100 * v for v in by_encoder[name]]
-      mean, stderr = ablation_finetune.mean_and_stderr(values)
+      mean, stderr = study_lib.mean_and_stderr(values)
       row[task] = {"mean": round(mean, 2), "stderr": round(stderr, 2), "seeds": values}
       per_seed_average = values if per_seed_average is None else [
           (a + b) for a, b in zip(per_seed_average, values)]
     average = [v / len(scores) for v in per_seed_average]
-    mean, stderr = ablation_finetune.mean_and_stderr(average)
+    mean, stderr = study_lib.mean_and_stderr(average)
     row["average"] = {"mean": round(mean, 2), "stderr": round(stderr, 2)}
     arm_name, _, fraction = name.partition("@")
     if arm_name in configs:
@@ -446,7 +388,7 @@ def _commit() -> str:
                             text=True).stdout.strip()
 
     changed = git("status", "--porcelain", "--untracked-files=no", "--", "electra_tf",
-                  "configs", "pretrain.py", "finetune.py", ":(glob)bench/*.py")
+                  "configs", "pretrain.py", "finetune.py", ":(glob)bench/**/*.py")
     return git("rev-parse", "--short", "HEAD") + ("+changes" if changed else "")
   except (OSError, subprocess.CalledProcessError):
     return "unknown"
@@ -455,18 +397,17 @@ def _commit() -> str:
 def _command_line(argv: list[str]) -> str:
   """The study's command as a user reruns it from the checkout: paths inside the
   repository relative to its root (the table is read in a clone, not on this disk)."""
-  root = os.path.dirname(HERE)
 
   def relative(arg: str) -> str:
     flag, eq, value = arg.partition("=")
-    if eq and os.path.isabs(value) and value.startswith(root + os.sep):
-      arg = f"{flag}={os.path.relpath(value, root)}"
+    if eq and os.path.isabs(value) and value.startswith(ROOT + os.sep):
+      arg = f"{flag}={os.path.relpath(value, ROOT)}"
     # Quoted where a shell would split or expand it (JSON overrides); "~" is left as
     # typed, since the study expands it itself. An empty argument is quoted too, or a
     # shell would drop it.
     return arg if re.fullmatch(r"[\w@%+=:,./~-]+", arg) else shlex.quote(arg)
 
-  return " ".join(["python", "bench/ablation.py", *map(relative, argv)])
+  return " ".join(["python", "bench/quality/ablation.py", *map(relative, argv)])
 
 
 def _check_settings(ledger: str, quick: bool, steps: int, seeds: list[int],
@@ -476,8 +417,8 @@ def _check_settings(ledger: str, quick: bool, steps: int, seeds: list[int],
   another miniature or fine-tuning protocol would be mixed with incomparable ones)."""
   settings = {"miniature": QUICK if quick else MINIATURE, "electra_steps": steps,
               "seeds": seeds, "tasks": {name: dataclasses.asdict(task) for name, task in
-                                        ablation_finetune.settings(quick).items()},
-              "finetune": dataclasses.asdict(ablation_finetune.RECIPE)}
+                                        study_lib.settings(quick).items()},
+              "finetune": dataclasses.asdict(study_lib.RECIPE)}
   if overrides:
     settings["miniature_overrides"] = overrides
   settings = json.loads(json.dumps(settings))
@@ -562,7 +503,7 @@ def run_study(study: str, workdir: str, quick: bool = False, results_dir: str | 
   seeds = list(QUICK_SEEDS if quick else SEEDS)
   plan = [(arm, arm_config(study, arm, base, steps)) for arm in study_arms]
   meta = {"command": _command_line(sys.argv[1:]) if not quick
-          else f"python bench/ablation.py --study={study} --quick", "commit": _commit(),
+          else f"python bench/quality/ablation.py --study={study} --quick", "commit": _commit(),
           "cpu": _cpu(), "seeds": seeds, "miniature": QUICK if quick else MINIATURE,
           "vocab_size": base.model.vocab_size, "miniature_overrides": overrides or {},
           "electra_steps": steps}
@@ -574,8 +515,8 @@ def run_study(study: str, workdir: str, quick: bool = False, results_dir: str | 
 
   def finetune(encoders: dict) -> dict:
     nonlocal worked
-    worked = worked or bool(ablation_finetune.pending(encoders, seeds, finetune_dir, quick))
-    return ablation_finetune.finetune_all(base.model, vocab_path, encoders, seeds,
+    worked = worked or bool(study_lib.pending(encoders, seeds, finetune_dir, quick))
+    return study_lib.finetune_all(base.model, vocab_path, encoders, seeds,
                                           finetune_dir, quick=quick, log=log)
 
   def record_meta() -> dict:
@@ -601,7 +542,7 @@ def run_study(study: str, workdir: str, quick: bool = False, results_dir: str | 
     for arm, config in plan:
       record_path = os.path.join(ledger, "pretrain", f"{arm.name}.json")
       theirs = encoders_to_finetune(work, arm, config, partials=not final_only)
-      if arm.name in records or not os.path.exists(record_path) or ablation_finetune.pending(
+      if arm.name in records or not os.path.exists(record_path) or study_lib.pending(
           theirs, seeds, finetune_dir, quick):
         continue
       with open(record_path, encoding="utf-8") as f:
@@ -616,7 +557,7 @@ def run_study(study: str, workdir: str, quick: bool = False, results_dir: str | 
     record_path = os.path.join(ledger, "pretrain", f"{arm.name}.json")
     encoders = encoders_to_finetune(work, arm, config, partials=not final_only)
     all_encoders.update(encoders)
-    finished = os.path.exists(record_path) and not ablation_finetune.pending(
+    finished = os.path.exists(record_path) and not study_lib.pending(
         encoders, seeds, finetune_dir, quick)
     if not finished and not adopt_identical_run(ledger_root, study, arm, config, base, steps,
                                                 seeds, quick, log):
@@ -661,7 +602,7 @@ def main() -> None:
   args = parser.parse_args()
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
   results = args.results_dir or (None if args.quick else
-                                  os.path.join(HERE, "results", "ablation"))
+                                  RESULTS)
   if args.workdir is None:
     from electra_tf.data import builtin  # noqa: PLC0415
 

@@ -1,6 +1,6 @@
 r"""Per-step wall and CPU time of ours' pretraining step, to see stalls of the machine.
 
-  python bench/step_times.py --precision=mixed_bfloat16 --steps=12
+  python bench/speed/step_times.py --precision=mixed_bfloat16 --steps=12
 
 Runs the small preset on pretrain_step.py's synthetic batch, one Keras fit call per step,
 and prints each step's wall time beside the CPU time the process used in it. On the 2-core
@@ -20,7 +20,7 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -31,7 +31,7 @@ def main():
   parser.add_argument("--precision", default="mixed_bfloat16")
   parser.add_argument("--steps", type=int, default=12)
   args = parser.parse_args()
-  from pretrain_step import build_ours
+  from step_lib import build_ours
 
   from electra_tf import presets
 

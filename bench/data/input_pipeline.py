@@ -1,15 +1,15 @@
 r"""Input pipeline throughput: the TFRecord reading, parsing and dynamic masking that feed
 pretraining, alone, on one core, and its ratio to what the train step consumes.
 
-  python bench/input_pipeline.py                                   # small preset, batch 32
-  python bench/input_pipeline.py --preset=tiny --batch_size=8
-  python bench/input_pipeline.py --step_json=/tmp/pretrain_step.jsonl
+  python bench/data/input_pipeline.py                                   # small preset, batch 32
+  python bench/data/input_pipeline.py --preset=tiny --batch_size=8
+  python bench/data/input_pipeline.py --step_json=/tmp/pretrain_step.jsonl
 
 Builds pretraining data from the built-in corpus (SQuAD v1.1 train contexts) at the preset's
 sequence length, pins the process to one core (sched_setaffinity, one TF thread) and times
 batches from `make_pretraining_dataset` exactly as pretrain.py builds it (shuffle, repeat,
 batch-then-parse, masking; `--deterministic` for the seeded sequential masking). The
-consumer rate comes from `--step_json` (the JSON lines of bench/pretrain_step.py: ours, best
+consumer rate comes from `--step_json` (the JSON lines of bench/speed/pretrain_step.py: ours, best
 setting, same preset) or `--consumer_examples_per_s`. Prints a table and one JSON line.
 """
 
@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
 

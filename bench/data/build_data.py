@@ -1,7 +1,7 @@
 r"""Data building throughput: MB/s of raw text turned into WordPiece TFRecords.
 
-  python bench/build_data.py                      # all 442 SQuAD train articles, 1 and 2 workers
-  python bench/build_data.py --workers=1 --max_articles=100
+  python bench/data/build_data.py                      # all 442 SQuAD train articles, 1 and 2 workers
+  python bench/data/build_data.py --workers=1 --max_articles=100
 
 Uses the built-in corpus (the SQuAD v1.1 train contexts from the installed package, one
 sentence per line, about 13 MB) and the bert-base-uncased vocab, and runs the same
@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def main():
