@@ -1,4 +1,4 @@
-r"""Fine-tune a pretrained ELECTRA discriminator on SQuAD or sentence classification.
+r"""Fine-tune a pretrained ELECTRA discriminator on SQuAD, sentence classification or tagging.
 
   python finetune.py --task=squad_v1.1 --init_checkpoint=ckpt/base \
       --train_file=train-v1.1.json --predict_file=dev-v1.1.json --output_dir=runs/squad
@@ -8,6 +8,8 @@ r"""Fine-tune a pretrained ELECTRA discriminator on SQuAD or sentence classifica
   python finetune.py --task=classification --train_file=train.tsv --dev_file=dev.tsv \
       --text_columns=sentence --label_column=label --output_dir=runs/mine
   python finetune.py --task=movie_reviews --init_checkpoint=... --output_dir=runs/reviews
+  python finetune.py --task=tagging --train_file=train.conll --dev_file=dev.conll \
+      --init_checkpoint=... --output_dir=runs/ner
 
 SQuAD files default to the official v1.1 train/dev shipped in requirements-data.txt.
 """
@@ -35,12 +37,19 @@ flags.DEFINE_string("model_size", "tiny", "Preset (demo, tiny, small, base, larg
                     "for a random encoder (no --init_checkpoint).")
 flags.DEFINE_string("output_dir", None, "Checkpoints, best model, predictions, eval results.")
 flags.DEFINE_string("train_file", None,
-                    "SQuAD train JSON, or a .tsv/.csv/.jsonl file for --task=classification.")
+                    "SQuAD train JSON, a .tsv/.csv/.jsonl file for --task=classification, or "
+                    "CoNLL columns / .jsonl for --task=tagging.")
 flags.DEFINE_string("predict_file", None, "SQuAD dev JSON scored after each epoch.")
-flags.DEFINE_string("dev_file", None, "Classification dev file scored after each epoch.")
+flags.DEFINE_string("dev_file", None, "Classification or tagging dev file scored after each "
+                    "epoch.")
 flags.DEFINE_list("text_columns", None, "Classification: one column (sentence) or two (pair).")
 flags.DEFINE_string("label_column", "label", "Classification: the label column.")
 flags.DEFINE_bool("regression", False, "Classification: the label is a real number.")
+flags.DEFINE_integer("tag_column", -1, "Tagging: the CoNLL column of the tags, 0-based from the "
+                     "left or negative from the right (-1: the last); the token is column 0.")
+flags.DEFINE_enum("tag_scheme", None, ["iob1", "iob2", "bioes", "none"],
+                  "Tagging: the chunk scheme of the tags (default: detected from the training "
+                  "file); none reads them as plain labels (part of speech).")
 flags.DEFINE_string("tfds_data_dir", None, "TFDS data_dir for --task=glue/*.")
 flags.DEFINE_string("vocab_file", None, "Default: the checkpoint's vocab, else bert-base-uncased.")
 flags.DEFINE_bool("lower_case", True, "Lower-case text before WordPiece (uncased vocabs).")
@@ -57,7 +66,8 @@ flags.DEFINE_string("export_dir", None, "After training, export the best model a
 # Flags that map one-to-one onto FinetuneConfig fields (None: the default for the task/size).
 _CONFIG_FLAGS = {
     "max_seq_length": ("integer", "Tokens per example (SQuAD 384, classification 128)."),
-    "doc_stride": ("integer", "SQuAD: tokens between the starts of context windows."),
+    "doc_stride": ("integer", "SQuAD, tagging: tokens between the starts of a long input's "
+                   "windows (tagging: half the window by default)."),
     "max_query_length": ("integer", "SQuAD: questions are cut to this many tokens."),
     "learning_rate": ("float", "Peak LR (1e-4; 5e-5 for 24-layer models)."),
     "layerwise_lr_decay": ("float", "Layer-wise LR decay (0.8; 0.9 for 24-layer models)."),
@@ -94,6 +104,9 @@ def resolve_config(num_layers: int):
   """FinetuneConfig from the task's defaults, the model depth and the flags."""
 
   changes = {k: FLAGS[k].value for k in _CONFIG_FLAGS if FLAGS[k].value is not None}
+  if FLAGS.task in config_lib.TAGGING_TASKS and "doc_stride" not in changes:
+    # Tagging windows start half a window apart unless told otherwise.
+    changes["doc_stride"] = max(1, (changes.get("max_seq_length", 128) - 2) // 2)
   return presets.finetune(FLAGS.task, num_layers).replace(**changes)
 
 
@@ -121,6 +134,8 @@ def main(argv):
     if not FLAGS.output_dir:
       raise UserError("--output_dir is required (checkpoints, predictions and results go there)")
     check_early()
+    if FLAGS.export_dir and FLAGS.task in config_lib.TAGGING_TASKS:
+      raise UserError("--export_dir does not take tagging models yet; fine-tune without it")
     from electra_tf.tasks import runner
 
     runner.run_from_flags(FLAGS, resolve_config)

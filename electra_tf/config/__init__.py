@@ -13,6 +13,7 @@ from electra_tf.config.finetune_config import (
   FINETUNE_TASKS,
   HEAD_INITIALIZERS,
   POOLINGS,
+  TAGGING_TASKS,
   FinetuneConfig,
 )
 from electra_tf.config.pretrain_config import (
@@ -32,7 +33,7 @@ from electra_tf.config.pretrain_config import (
 __all__ = [
     "EMBEDDING_SHARING", "FINETUNE_TASKS", "HEAD_INITIALIZERS", "POOLINGS", "NONFINITE_POLICIES",
     "OBJECTIVES", "OPTIMIZERS", "PHASE_FIELDS",
-    "PRECISIONS", "RESUME_CRITICAL", "STRATEGIES", "ConfigError", "EncoderConfig",
+    "PRECISIONS", "RESUME_CRITICAL", "STRATEGIES", "TAGGING_TASKS", "ConfigError", "EncoderConfig",
     "FinetuneConfig", "PretrainConfig", "default_num_heads", "generator_config",
     "max_predictions", "resume_conflicts",
 ]

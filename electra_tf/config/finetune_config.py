@@ -8,9 +8,11 @@ from typing import Any
 from electra_tf.config.encoder_config import ConfigError, check_keys, check_positive
 from electra_tf.config.pretrain_config import PRECISIONS
 
+# Token tagging: "tagging" on the user's files, the others on data from requirements-data.txt.
+TAGGING_TASKS = ("tagging", "hironsan_ner")
 FINETUNE_TASKS = ("squad_v1.1", "squad_v2.0", "classification", "movie_reviews", "glue/cola",
                   "glue/sst2", "glue/mrpc", "glue/stsb", "glue/qqp", "glue/mnli", "glue/qnli",
-                  "glue/rte")
+                  "glue/rte", *TAGGING_TASKS)
 # How fine-tuning heads draw their kernels (FinetuneConfig.head_initializer).
 HEAD_INITIALIZERS = ("truncated_normal", "normal")
 # What the classification head reads (FinetuneConfig.pooling).
@@ -24,7 +26,8 @@ class FinetuneConfig:
   Args:
     task: one of FINETUNE_TASKS.
     max_seq_length: tokens per example ([CLS] ... [SEP] included).
-    doc_stride, max_query_length: SQuAD windowing.
+    doc_stride, max_query_length: SQuAD windowing; doc_stride is also the word pieces
+      between the starts of a long sentence's windows in tagging.
     learning_rate: peak LR; warmup over `warmup_fraction` of the steps, then linear decay to 0.
     layerwise_lr_decay: layer i of N (0-based) trains at LR * decay ** (N - i), the embeddings
       at decay ** (N + 1) and the task head at the full LR. `authors_layer_decay` multiplies
@@ -89,6 +92,10 @@ class FinetuneConfig:
                         f"{list(HEAD_INITIALIZERS)}")
     if self.pooling not in POOLINGS:
       raise ConfigError(f"unknown pooling {self.pooling!r}; choose one of {list(POOLINGS)}")
+    if self.is_tagging and self.doc_stride > self.max_seq_length - 2:
+      raise ConfigError(f"doc_stride {self.doc_stride} is more than the {self.max_seq_length - 2} "
+                        f"word pieces a window of max_seq_length {self.max_seq_length} holds; "
+                        f"lower it (tagging windows start doc_stride pieces apart)")
     if self.is_squad and self.max_query_length + 3 >= self.max_seq_length:
       raise ConfigError(f"max_seq_length {self.max_seq_length} leaves no room for the context "
                         f"after a {self.max_query_length}-token question; raise it")
@@ -96,6 +103,10 @@ class FinetuneConfig:
   @property
   def is_squad(self) -> bool:
     return self.task.startswith("squad")
+
+  @property
+  def is_tagging(self) -> bool:
+    return self.task in TAGGING_TASKS
 
   @property
   def version_2(self) -> bool:

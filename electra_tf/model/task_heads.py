@@ -79,6 +79,39 @@ class ClassificationHead(tf_keras.layers.Layer):
     return config
 
 
+class TokenClassificationHead(tf_keras.layers.Layer):
+  """Dropout + Dense on every token's hidden state: a label per token (tagging).
+
+  Call args:
+    hidden: [B, L, H] encoder output.
+
+  Returns:
+    float32 logits [B, L, num_labels].
+  """
+
+  def __init__(self, num_labels: int, dropout_rate: float = 0.1,
+               initializer_range: float = 0.02, initializer: str = "truncated_normal",
+               **kwargs):
+    super().__init__(**kwargs)
+    self.num_labels = num_labels
+    self.dropout_rate = dropout_rate
+    self.initializer_range = initializer_range
+    self.initializer = initializer
+    self.dropout = tf_keras.layers.Dropout(dropout_rate, name="dropout")
+    self.dense = tf_keras.layers.Dense(
+        num_labels, kernel_initializer=head_initializer(initializer, initializer_range),
+        name="dense")
+
+  def call(self, hidden, training=None):
+    return tf.cast(self.dense(self.dropout(hidden, training=training)), tf.float32)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(num_labels=self.num_labels, dropout_rate=self.dropout_rate,
+                  initializer_range=self.initializer_range, initializer=self.initializer)
+    return config
+
+
 class _MLP(tf_keras.layers.Layer):
   """Dense(width, gelu) -> Dense(1), squeezed: the authors' scoring MLP."""
 

@@ -92,6 +92,27 @@ def build_classification_task(flags_, config: FinetuneConfig, tokenizer):
                             _first(dev, flags_.max_eval_examples), tokenizer, config)
 
 
+def build_tagging_task(flags_, config: FinetuneConfig, tokenizer):
+  from electra_tf.tasks import tagging_corpora, tagging_data
+  from electra_tf.tasks.tagging import TaggingTask, make_spec
+
+  if config.task in tagging_corpora.BUILTIN:
+    train_path, train, dev = tagging_corpora.load(config.task)
+    dev_path, jsonl = train_path, False
+  else:
+    if not flags_.train_file:
+      raise UserError("--task=tagging needs --train_file (CoNLL columns or .jsonl), and "
+                      "--dev_file to evaluate")
+    train_path, dev_path = flags_.train_file, flags_.dev_file
+    train = tagging_data.read_tagging_file(train_path, flags_.tag_column)
+    dev = tagging_data.read_tagging_file(dev_path, flags_.tag_column) if dev_path else []
+    jsonl = tagging_data.is_jsonl(dev_path or train_path)
+  spec = make_spec(config.task, train, train_path, flags_.tag_scheme, jsonl)
+  tagging_data.check_tags(dev, spec.scheme, dev_path, spec.label_names)
+  return TaggingTask(spec, _first(train, flags_.max_train_examples),
+                     _first(dev, flags_.max_eval_examples), tokenizer, config)
+
+
 def run_from_flags(flags_, resolve_config, stream=None):
   """Everything finetune.py does after parsing flags; returns the FinetuneResult."""
   stream = stream or sys.stdout
@@ -114,6 +135,8 @@ def run_from_flags(flags_, resolve_config, stream=None):
                                          flags_.lower_case)
   if config.is_squad:
     task = build_squad_task(flags_, config, tokenizer, stream)
+  elif config.is_tagging:
+    task = build_tagging_task(flags_, config, tokenizer)
   else:
     task = build_classification_task(flags_, config, tokenizer)
   result = run_finetuning(task, config, encoder, flags_.output_dir, strategy,

@@ -13,13 +13,13 @@ from electra_tf.model import pretrain_metrics
 from electra_tf.model.dropout import SeededDropout
 from electra_tf.model.elementwise import LayerNorm, exact_gelu
 from electra_tf.model.encoder import ElectraEncoder
-from electra_tf.model.finetune_models import ElectraClassifier, ElectraSpanQA
+from electra_tf.model.finetune_models import ElectraClassifier, ElectraSpanQA, ElectraTagger
 from electra_tf.model.heads import DiscriminatorHead, GeneratorHead
 from electra_tf.model.layers import ElectraEmbeddings, ElectraTransformerBlock, GDESEmbeddings
 from electra_tf.model.networks import AllTokensPredictor, Discriminator, Generator
 from electra_tf.model.pretrain_metrics import PretrainMetrics
 from electra_tf.model.pretrainer import ElectraPretrainer
-from electra_tf.model.task_heads import ClassificationHead, SpanHead
+from electra_tf.model.task_heads import ClassificationHead, SpanHead, TokenClassificationHead
 
 B, L, P, V, H, E = 2, 6, 2, 20, 8, 4
 BF16, F32, I32 = tf.bfloat16, tf.float32, tf.int32
@@ -119,6 +119,10 @@ CASES = {
         ClassificationHead, dict(num_labels=3, dropout_rate=0.2, initializer_range=0.05,
                                  initializer="normal", name="classifier_head"),
         lambda: (_hidden(B, L, H),), (B, 3), F32),
+    "TokenClassificationHead": Case(
+        TokenClassificationHead, dict(num_labels=5, dropout_rate=0.2, initializer_range=0.05,
+                                      initializer="normal", name="tagger_head"),
+        lambda: (_hidden(B, L, H),), (B, L, 5), F32),
     "SpanHead": Case(
         SpanHead, dict(initializer_range=0.05, initializer="normal", name="qa_head"),
         lambda: (_hidden(B, L, H), _encoder_inputs()[F.INPUT_MASK]),
@@ -149,6 +153,10 @@ CASES = {
                                 clip_norm=0.5, head_initializer="normal", name="regressor"),
         lambda: (_encoder_inputs(),), {"logits": (B, 1), "predictions": (B,)},
         {"logits": F32, "predictions": F32}),
+    "ElectraTagger": Case(
+        ElectraTagger, dict(encoder_config=CONFIG, num_labels=5, dropout_rate=0.25,
+                            clip_norm=0.5, head_initializer="normal", name="tagger"),
+        lambda: (_encoder_inputs(),), {"logits": (B, L, 5)}, {"logits": F32}),
     "ElectraSpanQA": Case(
         ElectraSpanQA, dict(encoder_config=CONFIG, joint_end=True, answerable=True,
                             answerable_weight=0.3, beam_size=3, clip_norm=0.5,
