@@ -58,7 +58,7 @@ class _Interrupt(Exception):
 def _finetune_flags(root: str, init_checkpoint: str):
   return types.SimpleNamespace(
       strategy="one_device", tpu=None, cpu_devices=0, init_checkpoint=init_checkpoint,
-      model_size="tiny", vocab_file=None, lower_case=True, train_file=f"{root}/reviews.tsv",
+      model_size="tiny", vocab_file=None, train_file=f"{root}/reviews.tsv",
       dev_file=f"{root}/reviews.tsv", text_columns=["sentence"], label_column="label",
       regression=False, max_train_examples=None, max_eval_examples=None,
       output_dir=f"{root}/finetuned", tfds_data_dir=None, cache_dir=None)

@@ -23,13 +23,13 @@ from electra_tf.checkpoints.tf1 import (
   open_checkpoint,
 )
 from electra_tf.config import ConfigError, EncoderConfig, PretrainConfig
+from electra_tf.data.vocab import Vocab, copy_vocab
 from electra_tf.errors import UserError, check_field_types
 from electra_tf.filenames import (
   CHECKPOINT_SUBDIR,
   CKPT_NAME,
   CONFIG_NAME,
   DISCRIMINATOR_SUBDIR,
-  VOCAB_NAME,
 )
 from electra_tf.model import networks
 
@@ -153,9 +153,10 @@ def read_native(path: str, kind: str, prefix: str, config_file: str) -> Source:
                 networks=(generator, discriminator))
 
 
-def save_discriminator(discriminator, vocab_path: str | None, out_dir: str) -> str:
+def save_discriminator(discriminator, vocab: Vocab | str | None, out_dir: str) -> str:
   """Write a discriminator export: `Checkpoint(model=discriminator)`, its encoder config and
-  the vocab, for fine-tuning (an MLM run passes its generator, the only encoder it has).
+  the vocab with its tokenizer spec, for fine-tuning (an MLM run passes its generator, the
+  only encoder it has).
 
   The directory appears complete or not at all (electra_tf.atomic; config.json is its
   marker), replacing an older export.
@@ -164,8 +165,8 @@ def save_discriminator(discriminator, vocab_path: str | None, out_dir: str) -> s
     tf.train.Checkpoint(model=discriminator).write(os.path.join(tmp, CKPT_NAME))
     fileio.write_text(os.path.join(tmp, CONFIG_NAME), json.dumps(
         {"encoder": discriminator.config.to_dict()}, indent=2, sort_keys=True))
-    if vocab_path:
-      fileio.copy(vocab_path, os.path.join(tmp, VOCAB_NAME))
+    if vocab:
+      copy_vocab(vocab, tmp)
 
   atomic.write_dir(out_dir, write, marker=CONFIG_NAME)
   return out_dir

@@ -36,13 +36,13 @@ from electra_tf import fileio
 from electra_tf.checkpoints import names
 from electra_tf.checkpoints.tf1 import JSON_KEYS
 from electra_tf.config import EncoderConfig, PretrainConfig
+from electra_tf.data.vocab import copy_vocab
 from electra_tf.errors import UserError, tf_error_line
 from electra_tf.filenames import (
   BERT_CONFIG_NAME,
   GENERATOR_CONFIG_NAME,
   TF1_CKPT_NAME,
   TF1_STATE_NAME,
-  VOCAB_NAME,
 )
 
 
@@ -114,4 +114,4 @@ def write_tf1(directory: str, generator, discriminator, vocab_path: str | None) 
     fileio.write_text(os.path.join(directory, name),
                       json.dumps(bert_config(encoder), indent=2, sort_keys=True))
   if vocab_path:
-    fileio.copy(vocab_path, os.path.join(directory, VOCAB_NAME))
+    copy_vocab(vocab_path, directory)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from absl import flags
 
 from electra_tf import cli, fileio  # stdlib only: --help stays fast
+from electra_tf.commands import tokenizer_flags
 from electra_tf.data import io_utils
 from electra_tf.filenames import HELD_OUT_SUBDIR
 
@@ -25,12 +26,11 @@ def _define_flags() -> None:
       "Comma-separated globs of UTF-8 text files, one sentence per line and a blank line "
       "between documents (quote the glob). 'builtin' uses SQuAD v1.1 train contexts.")
   flags.DEFINE_string("vocab_file", None,
-                      "WordPiece vocab, one token a line. Default: the built-in "
-                      "bert-base-uncased vocab (30522 tokens).")
+                      "WordPiece vocab.txt or SentencePiece .model, with its tokenizer "
+                      "settings beside it. Default: the built-in bert-base-uncased vocab.")
   flags.DEFINE_string("output_dir", None, "Data dir to create (shards + manifest.json).")
   flags.DEFINE_integer("max_seq_length", 128, "Tokens per example, [CLS] and [SEP]s included.")
-  flags.DEFINE_boolean("lower_case", True,
-                       "Lower-case and strip accents (BERT uncased); must match the vocab.")
+  tokenizer_flags.define_flags()
   flags.DEFINE_integer("num_workers", 0,
                        "Worker processes; 0 means every core (at most one per 8 MB of text).")
   flags.DEFINE_integer("min_shards", 1,
@@ -57,8 +57,8 @@ def _build() -> None:
     input_files = builtin.builtin_corpus(FLAGS.cache_dir or builtin.default_cache_dir())
   vocab_file = FLAGS.vocab_file or vocab.builtin_vocab_path()
   manifest = pretraining_data.build_pretraining_data(
-      input_files, vocab.load_vocab(vocab_file), FLAGS.output_dir,
-      max_seq_length=FLAGS.max_seq_length, lower_case=FLAGS.lower_case,
+      input_files, tokenizer_flags.load_vocab(FLAGS, vocab_file), FLAGS.output_dir,
+      max_seq_length=FLAGS.max_seq_length,
       num_workers=FLAGS.num_workers or None, seed=FLAGS.seed, overwrite=FLAGS.overwrite,
       min_shards=FLAGS.min_shards, holdout_fraction=FLAGS.holdout_fraction)
   mb = manifest.record_bytes / 1e6

@@ -20,6 +20,7 @@ from absl import flags, logging
 
 from electra_tf import cli, fileio, presets  # stdlib only: --help stays fast
 from electra_tf import config as config_lib
+from electra_tf.commands import tokenizer_flags
 from electra_tf.errors import UserError
 from electra_tf.filenames import BEST_SUBDIR
 
@@ -52,7 +53,7 @@ flags.DEFINE_enum("tag_scheme", None, ["iob1", "iob2", "bioes", "none"],
                   "file); none reads them as plain labels (part of speech).")
 flags.DEFINE_string("tfds_data_dir", None, "TFDS data_dir for --task=glue/*.")
 flags.DEFINE_string("vocab_file", None, "Default: the checkpoint's vocab, else bert-base-uncased.")
-flags.DEFINE_bool("lower_case", True, "Lower-case text before WordPiece (uncased vocabs).")
+tokenizer_flags.define_flags()
 flags.DEFINE_string("cache_dir", None, "SQuAD feature cache. Default: <output_dir>/cache.")
 flags.DEFINE_integer("max_train_examples", None, "Use only the first N training questions "
                      "or examples (a fixed subset, for quick runs and benchmarks).")
@@ -138,7 +139,8 @@ def main(argv):
       raise UserError("--export_dir does not take tagging models yet; fine-tune without it")
     from electra_tf.tasks import runner
 
-    runner.run_from_flags(FLAGS, resolve_config)
+    runner.run_from_flags(FLAGS, resolve_config,
+                          tokenizer_overrides=tokenizer_flags.given(FLAGS))
     if FLAGS.export_dir:
       from electra_tf.serving import saved_model
 

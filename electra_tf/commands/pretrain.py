@@ -19,6 +19,7 @@ from absl import flags, logging
 
 from electra_tf import cli, fileio, presets  # stdlib only: --help stays fast
 from electra_tf import config as config_lib
+from electra_tf.commands import tokenizer_flags
 from electra_tf.commands.pretrain_data import resolve_data, resolve_held_out
 from electra_tf.config import ConfigError, EncoderConfig, PretrainConfig
 from electra_tf.errors import check_field_types
@@ -44,9 +45,10 @@ flags.DEFINE_string("train_data", None,
                     "A data dir from electra-build-data (its manifest is "
                     "checked), or comma-separated globs of its .tfrecord files.")
 flags.DEFINE_string("vocab_file", None,
-                    "WordPiece vocab. Default: the checkpoint's (with --init_checkpoint) "
-                    "or the bert-base-uncased vocab (requirements-data.txt).")
-flags.DEFINE_bool("lower_case", True, "Lower-case text before WordPiece (for --text_files).")
+                    "WordPiece vocab.txt or SentencePiece .model (its tokenizer settings "
+                    "beside it). Default: the checkpoint's (with --init_checkpoint) or the "
+                    "bert-base-uncased vocab (requirements-data.txt).")
+tokenizer_flags.define_flags()
 flags.DEFINE_string("model_dir", None, "Checkpoints, TensorBoard, config. Default runs/<size>.")
 flags.DEFINE_integer("num_train_steps", None, "Total optimizer steps (preset default).")
 flags.DEFINE_integer("batch_size", None, "Global batch size across all replicas: the examples "
@@ -199,8 +201,8 @@ def main(argv):
       config, source = apply_init_checkpoint(config)
     from electra_tf.data import vocab as vocab_lib
 
-    vocab = vocab_lib.load_vocab(FLAGS.vocab_file or (source and source.vocab_path)
-                                 or vocab_lib.builtin_vocab_path())
+    vocab = tokenizer_flags.load_vocab(FLAGS, FLAGS.vocab_file or (source and source.vocab_path)
+                                       or vocab_lib.builtin_vocab_path())
     # Fail on settings before spending minutes building data.
     phase = phases.PhaseRequest(FLAGS.new_phase, FLAGS.phase_end_step)
     try:

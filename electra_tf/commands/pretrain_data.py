@@ -44,7 +44,7 @@ def resolve_data(flag_values, config, model_dir: str, is_multi_worker: bool, voc
           "files of Wikipedia paragraphs from SQuAD v1.1 train)", flush=True)
   data_dir = pretraining_data.build_if_needed(
       text_files, vocab, phases.text_data_dir(model_dir, DATA_SUBDIR, config.max_seq_length),
-      config.max_seq_length, lower_case=flag_values.lower_case, seed=config.seed)
+      config.max_seq_length, seed=config.seed)
   manifest = manifest_lib.read_manifest(data_dir)
   print(f"data: {data_dir} ({manifest.documents:,} documents, {manifest.examples:,} examples, "
         f"{manifest.tokens:,} tokens)", flush=True)
@@ -72,7 +72,7 @@ def resolve_held_out(flag_values, config, model_dir: str, vocab):
     data_dir = pretraining_data.build_if_needed(
         text, vocab, phases.text_data_dir(model_dir, EVAL_DATA_SUBDIR, config.max_seq_length),
         config.max_seq_length,
-        lower_case=flag_values.lower_case, seed=config.seed, show_progress=False)
+        seed=config.seed, show_progress=False)
     files = manifest_lib.read_manifest(data_dir).shard_paths
   elif flag_values.eval_only:
     raise UserError("--eval_only needs --eval_data (held-out data built with this vocab)")

@@ -5,11 +5,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 from electra_tf import fileio
 from electra_tf.data import io_utils
+from electra_tf.data.tokenizer_spec import TokenizerSpec
 from electra_tf.data.vocab import Vocab
 from electra_tf.errors import UserError, check_field_types
 from electra_tf.filenames import MANIFEST_NAME
@@ -53,7 +55,6 @@ class Manifest:
   vocab_md5: str
   vocab_size: int
   vocab_file: str
-  lower_case: bool
   max_seq_length: int
   seed: int
   num_workers: int
@@ -61,6 +62,15 @@ class Manifest:
   inputs: tuple[InputInfo, ...]
   build_seconds: float = 0.0
   index_every: int = 0  # 0: no record index (built before it existed)
+  tokenizer: dict | None = None  # TokenizerSpec.to_dict(); None: data built before specs
+  lower_case: bool | None = None  # what data built before specs recorded instead
+
+  def spec(self) -> TokenizerSpec:
+    """How the data's text was tokenized; for data built before specs, inferred from its
+    lower_case as it was then (lower-casing and accent stripping together)."""
+    if self.tokenizer is not None:
+      return TokenizerSpec.from_dict(self.tokenizer, fileio.join(self.data_dir, MANIFEST_NAME))
+    return TokenizerSpec.create(lower_case=self.lower_case is not False)
 
   @property
   def shard_paths(self) -> list[str]:
@@ -73,6 +83,8 @@ class Manifest:
   def to_json(self) -> str:
     values = dataclasses.asdict(self)
     del values["data_dir"]  # the dir may move; shard names are relative to it
+    if values["lower_case"] is None:
+      del values["lower_case"]
     text = json.dumps({"format": FORMAT, **values}, indent=2)
     # One line per shard's record index rather than one line per offset.
     return re.sub(r'("offsets": )(\[[\d,\s]*\])',
@@ -157,12 +169,12 @@ def read_manifest(data_dir_or_pattern: str, required: bool = True) -> Manifest |
   return _from_dict(values, fileio.dirname(fileio.abspath(path)), path)
 
 
-def check_manifest(manifest: Manifest, vocab: Vocab, max_seq_length: int,
-                   lower_case: bool | None = None) -> None:
+def check_manifest(manifest: Manifest, vocab: Vocab, max_seq_length: int) -> None:
   """Checks that the data fits this run and that every shard is present and whole.
 
   Raises:
-    UserError: another vocab, max_seq_length or casing; a missing or truncated shard.
+    UserError: another vocab, max_seq_length or tokenizer settings; a missing or truncated
+      shard.
   """
   where = manifest.data_dir
   if manifest.vocab_md5 != vocab.md5:
@@ -175,10 +187,10 @@ def check_manifest(manifest: Manifest, vocab: Vocab, max_seq_length: int,
         f"data in {where} holds sequences of length {manifest.max_seq_length} but "
         f"max_seq_length is {max_seq_length}; rebuild it with --max_seq_length="
         f"{max_seq_length} or train with --max_seq_length={manifest.max_seq_length}")
-  if lower_case is not None and manifest.lower_case != lower_case:
-    raise UserError(
-        f"data in {where} was built with lower_case={manifest.lower_case} but this run uses "
-        f"lower_case={lower_case}; rebuild it with --lower_case={lower_case}")
+  if manifest.tokenizer is None:
+    print(f"data in {where} records no tokenizer settings: taken as "
+          f"({manifest.spec().describe()}) from its lower_case", file=sys.stderr)
+  manifest.spec().check_same(vocab.spec, f"data in {where}", f"the vocab {vocab.path}")
   if not manifest.shards:
     raise UserError(f"data in {where} has no shards; rebuild it with {_REBUILD}")
   for shard in manifest.shards:

@@ -164,7 +164,7 @@ def _check_output_dir(output_dir: str, overwrite: bool) -> None:
 
 
 def build_pretraining_data(input_files: str | list[str], vocab: Vocab | str, output_dir: str,
-                           max_seq_length: int = 128, lower_case: bool = True,
+                           max_seq_length: int = 128,
                            num_workers: int | None = None, seed: int = 0,
                            overwrite: bool = False, min_shards: int = 1,
                            show_progress: bool = True,
@@ -173,10 +173,9 @@ def build_pretraining_data(input_files: str | list[str], vocab: Vocab | str, out
 
   Args:
     input_files: comma-separated globs, or a list of globs, of UTF-8 text files.
-    vocab: a `Vocab` or a vocab file path.
+    vocab: a `Vocab` (its spec says how text is tokenized) or a vocab file path.
     output_dir: the data dir to create; it appears only once complete.
     max_seq_length: L; every record holds exactly L ids, zero padded.
-    lower_case: lower-case and strip accents (must match the vocab).
     num_workers: processes to use. None or 0: every core, but no more than one per
       8 MB of text (below that, starting a TF worker costs more than it saves).
     seed: the output is the same for the same seed, inputs and shard count.
@@ -224,7 +223,7 @@ def build_pretraining_data(input_files: str | list[str], vocab: Vocab | str, out
     if holdout_fraction:
       fileio.makedirs(held_out_dir)
     units = [shard_writer.Unit(i, segments, os.path.join(staging, f"shard-{i:05d}.tfrecord"),
-                               vocab.path, vocab.md5, lower_case, max_seq_length, seed,
+                               vocab.path, vocab.md5, vocab.spec, max_seq_length, seed,
                                holdout_fraction,
                                os.path.join(held_out_dir, f"shard-{i:05d}.tfrecord"))
              for i, segments in enumerate(plan)]
@@ -250,7 +249,7 @@ def build_pretraining_data(input_files: str | list[str], vocab: Vocab | str, out
           data_dir=data_dir, documents=sum(c["documents"] for c in counts),
           examples=sum(c["examples"] for c in counts),
           tokens=sum(c["tokens"] for c in counts), vocab_md5=vocab.md5,
-          vocab_size=vocab.size, vocab_file=vocab.path, lower_case=lower_case,
+          vocab_size=vocab.size, vocab_file=vocab.path, tokenizer=vocab.spec.to_dict(),
           max_seq_length=max_seq_length, seed=seed, num_workers=num_workers,
           shards=tuple(shards), inputs=inputs,
           build_seconds=round(time.monotonic() - started, 3),
@@ -271,12 +270,12 @@ def build_pretraining_data(input_files: str | list[str], vocab: Vocab | str, out
 
 
 def build_if_needed(text_files_pattern: str | list[str], vocab: Vocab | str, output_dir: str,
-                    max_seq_length: int, lower_case: bool = True, seed: int = 0,
+                    max_seq_length: int, seed: int = 0,
                     num_workers: int | None = None, show_progress: bool = True) -> str:
   """Returns `output_dir`, building it first unless it already holds the same data.
 
   The data is reused when its manifest lists the same input files (paths, sizes,
-  mtimes), vocab md5, max_seq_length and lower_case, and every shard is whole. The
+  mtimes), vocab md5, max_seq_length and tokenizer settings, and every shard is whole. The
   seed does not invalidate it: data built with another seed is equally good.
   """
   vocab = load_vocab(vocab) if isinstance(vocab, str) else vocab
@@ -284,11 +283,11 @@ def build_if_needed(text_files_pattern: str | list[str], vocab: Vocab | str, out
   try:
     manifest = read_manifest(output_dir, required=False) if is_data_dir(output_dir) else None
     if manifest is not None and manifest.inputs == input_infos(files):
-      check_manifest(manifest, vocab, max_seq_length, lower_case)
+      check_manifest(manifest, vocab, max_seq_length)
       return output_dir
   except UserError:
     pass  # stale or damaged: rebuild below
-  build_pretraining_data(text_files_pattern, vocab, output_dir, max_seq_length, lower_case,
+  build_pretraining_data(text_files_pattern, vocab, output_dir, max_seq_length,
                          num_workers=num_workers, seed=seed, overwrite=True,
                          show_progress=show_progress)
   return output_dir

@@ -16,11 +16,12 @@ from electra_tf import features
 from electra_tf.data import io_utils
 from electra_tf.data.manifest import RECORD_INDEX_EVERY
 from electra_tf.data.packing import ExampleBuilder
+from electra_tf.data.tokenizer_spec import TokenizerSpec
 from electra_tf.data.vocab import load_vocab
 from electra_tf.errors import UserError
 
 if TYPE_CHECKING:
-  from electra_tf.data.tokenizer import WordPieceTokenizer
+  from electra_tf.data.tokenizer import Tokenizer
 
 _BATCH_LINES = 2048
 _BATCH_BYTES = 1 << 20
@@ -36,7 +37,7 @@ class Unit:
   output_path: str
   vocab_path: str
   vocab_md5: str
-  lower_case: bool
+  spec: TokenizerSpec
   max_seq_length: int
   seed: int
   holdout_fraction: float = 0.0
@@ -87,15 +88,15 @@ def init_worker(queue) -> None:
   _worker_state["queue"] = queue
 
 
-def _tokenizer(unit: Unit) -> WordPieceTokenizer:
-  from electra_tf.data.tokenizer import WordPieceTokenizer
+def _tokenizer(unit: Unit) -> Tokenizer:
+  from electra_tf.data.tokenizer import make_tokenizer
 
-  key = (unit.vocab_path, unit.vocab_md5, unit.lower_case)
+  key = (unit.vocab_path, unit.vocab_md5, unit.spec)
   if _worker_state.get("key") != key:
-    vocab = load_vocab(unit.vocab_path)
+    vocab = load_vocab(unit.vocab_path, spec=unit.spec)
     if vocab.md5 != unit.vocab_md5:
       raise UserError(f"{unit.vocab_path} changed during the build; run it again")
-    _worker_state["tokenizer"] = WordPieceTokenizer(vocab, unit.lower_case, dtype="int64")
+    _worker_state["tokenizer"] = make_tokenizer(vocab, dtype="int64")
     _worker_state["key"] = key
   return _worker_state["tokenizer"]
 

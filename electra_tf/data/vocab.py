@@ -171,6 +171,21 @@ def load_vocab(path: str, spec: TokenizerSpec | None = None, stream=None) -> Voc
                cls_id=ids[CLS], sep_id=ids[SEP], mask_id=ids[MASK], spec=spec)
 
 
+def load_vocab_overriding(path: str, overrides: dict[str, bool]) -> Vocab:
+  """`load_vocab(path)` with some spec settings set by the user (`lower_case`,
+  `strip_accents`, `split_cjk`); `strip_accents` follows an overridden `lower_case` unless
+  it is overridden too. A recorded spec must agree with the result."""
+  if not overrides:
+    return load_vocab(path)
+  base = (None if _is_builtin(path) else recorded_spec(path)) or load_vocab(path).spec
+  lower = overrides.get("lower_case", base.lower_case)
+  strip = overrides.get("strip_accents",
+                        lower if "lower_case" in overrides else base.strip_accents)
+  spec = TokenizerSpec.create(base.kind, lower, strip,
+                              overrides.get("split_cjk", base.split_cjk))
+  return load_vocab(path, spec=spec)
+
+
 def _inferred(path: str, tokens: list[str], kind: str, stream) -> TokenizerSpec:
   if _is_builtin(path):
     return BERT_UNCASED
@@ -183,12 +198,13 @@ def _inferred(path: str, tokens: list[str], kind: str, stream) -> TokenizerSpec:
   return spec
 
 
-def copy_vocab(vocab: Vocab, directory: str) -> str:
+def copy_vocab(vocab: Vocab | str, directory: str) -> str:
   """Copies the vocab file into `directory` under its kind's name (vocab.txt, spm.model),
-  with its spec beside it; returns the copy's path. Callers write into a temporary
-  directory they rename when complete."""
+  with its spec beside it (each file written whole or not at all); returns the copy's path.
+  A path is read with `load_vocab` first."""
+  vocab = load_vocab(vocab) if isinstance(vocab, str) else vocab
   target = fileio.join(directory, VOCAB_NAMES[vocab.spec.kind])
-  fileio.copy(vocab.path, target)
+  io_utils.atomic_write_bytes(target, fileio.read_bytes(vocab.path))
   spec_lib.write_spec(vocab.spec, target)
   return target
 
@@ -236,6 +252,15 @@ def _text_batches(files: Sequence[str], batch_lines: int = 1024) -> Iterator[lis
           batch = []
   if batch:
     yield batch
+
+
+def corpus_chars(text_files: str | Sequence[str]) -> set[str]:
+  """Every distinct character of the (UTF-8, checked) text files."""
+  chars: set[str] = set()
+  for batch in _text_batches(io_utils.expand_patterns(text_files)):
+    for line in batch:
+      chars.update(line)
+  return chars
 
 
 def learn_vocab(text_files: str | Sequence[str], vocab_size: int, spec: TokenizerSpec, *,

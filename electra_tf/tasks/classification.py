@@ -82,4 +82,4 @@ class ClassificationTask:
 
   def metadata(self) -> dict[str, Any]:
     return {"spec": dataclasses.asdict(self.spec), "max_seq_length": self.config.max_seq_length,
-            "lower_case": self.tokenizer.lower_case}
+            "tokenizer": self.tokenizer.spec.to_dict()}

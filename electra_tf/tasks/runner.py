@@ -24,16 +24,18 @@ def resolve_encoder(init_checkpoint: str | None, model_size: str):
 
 
 def make_tokenizer(vocab_file: str | None, checkpoint_vocab: str | None,
-                   encoder: EncoderConfig, lower_case: bool):
-  from electra_tf.data.tokenizer import WordPieceTokenizer
-  from electra_tf.data.vocab import builtin_vocab_path, load_vocab
+                   encoder: EncoderConfig, overrides: dict[str, bool] | None = None):
+  """The task's tokenizer and vocab path: the vocab's own spec, with `overrides` (the
+  tokenizer flags set by the user) applied."""
+  from electra_tf.data.tokenizer import make_tokenizer as make_tokenizer_of
+  from electra_tf.data.vocab import builtin_vocab_path, load_vocab_overriding
 
   path = vocab_file or checkpoint_vocab or builtin_vocab_path()
-  vocab = load_vocab(path)
+  vocab = load_vocab_overriding(path, overrides or {})
   if vocab.size != encoder.vocab_size:
     raise UserError(f"the vocab {path} has {vocab.size} tokens but the model's embedding table "
                     f"has {encoder.vocab_size} rows; pass the checkpoint's vocab with --vocab_file")
-  return WordPieceTokenizer(vocab, lower_case=lower_case), path
+  return make_tokenizer_of(vocab), path
 
 
 def _first(items, limit):
@@ -113,7 +115,7 @@ def build_tagging_task(flags_, config: FinetuneConfig, tokenizer):
                      _first(dev, flags_.max_eval_examples), tokenizer, config)
 
 
-def run_from_flags(flags_, resolve_config, stream=None):
+def run_from_flags(flags_, resolve_config, stream=None, tokenizer_overrides=None):
   """Everything finetune.py does after parsing flags; returns the FinetuneResult."""
   stream = stream or sys.stdout
   import tf_keras
@@ -132,7 +134,7 @@ def run_from_flags(flags_, resolve_config, stream=None):
   strategy_lib.set_precision(config.precision)
   tf_keras.utils.set_random_seed(config.seed)
   tokenizer, vocab_path = make_tokenizer(flags_.vocab_file, checkpoint_vocab, encoder,
-                                         flags_.lower_case)
+                                         tokenizer_overrides)
   if config.is_squad:
     task = build_squad_task(flags_, config, tokenizer, stream)
   elif config.is_tagging:
@@ -141,7 +143,7 @@ def run_from_flags(flags_, resolve_config, stream=None):
     task = build_classification_task(flags_, config, tokenizer)
   result = run_finetuning(task, config, encoder, flags_.output_dir, strategy,
                           init_checkpoint=flags_.init_checkpoint, init_source=source,
-                          vocab_path=vocab_path, stream=stream)
+                          vocab=tokenizer.vocab, stream=stream)
   if result.best:
     shown = ", ".join(f"{k} {v:.4f}" for k, v in result.best.items() if isinstance(v, float))
     print(f"best epoch {result.best['epoch']}: {shown}; model in "

@@ -106,4 +106,4 @@ class SquadTask:
   def metadata(self) -> dict[str, Any]:
     c = self.config
     return {"max_seq_length": c.max_seq_length, "doc_stride": c.doc_stride,
-            "max_query_length": c.max_query_length, "lower_case": self.tokenizer.lower_case}
+            "max_query_length": c.max_query_length, "tokenizer": self.tokenizer.spec.to_dict()}

@@ -62,7 +62,7 @@ def load_features_dataset(path: str, *, max_seq_length: int, is_training: bool
 def cache_key(examples: Sequence[SquadExample], tokenizer: WordPieceTokenizer, **sizes) -> str:
   """A digest of everything the features depend on: texts, answers, vocab and sizes."""
   digest = hashlib.sha256()
-  digest.update(json.dumps([tokenizer.vocab.md5, tokenizer.lower_case, sorted(sizes.items())])
+  digest.update(json.dumps([tokenizer.vocab.md5, tokenizer.spec.describe(), sorted(sizes.items())])
                 .encode())
   for e in examples:
     digest.update(json.dumps([e.qas_id, e.question, e.context, e.answers, e.answer_start,

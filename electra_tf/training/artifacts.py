@@ -54,6 +54,9 @@ def save_or_check_run_config(model_dir: str, config: PretrainConfig, data_info: 
     old_md5 = saved.get("data", {}).get("vocab_md5")
     if old_md5 and old_md5 != data_info.get("vocab_md5"):
       conflicts.append("vocab")
+    old_spec = saved.get("data", {}).get("tokenizer")
+    if old_spec and old_spec != data_info.get("tokenizer"):
+      conflicts.append(f"tokenizer: saved {old_spec} vs now {data_info.get('tokenizer')}")
     if conflicts:
       details = "; ".join(f"{k}: saved {old[k]!r} vs now {new[k]!r}" if k in old else k
                           for k in conflicts)

@@ -11,14 +11,16 @@ import tensorflow as tf
 from electra_tf import atomic, fileio
 from electra_tf.checkpoints.tf1 import READ_ERRORS, checkpoint_error
 from electra_tf.config import EncoderConfig, FinetuneConfig
+from electra_tf.data.vocab import Vocab, copy_vocab
 from electra_tf.errors import UserError, check_field_types
-from electra_tf.filenames import CKPT_NAME, FINETUNE_RECORD, VOCAB_NAME
+from electra_tf.filenames import CKPT_NAME, FINETUNE_RECORD
 from electra_tf.model.finetune_models import FinetuneModel, build_finetune_model, model_for_task
 
 
-def save_finetuned(model: FinetuneModel, record: dict[str, Any], vocab_path: str | None,
+def save_finetuned(model: FinetuneModel, record: dict[str, Any], vocab: Vocab | str | None,
                    out_dir: str, artifacts: dict[str, str] | None = None) -> str:
-  """Writes a fine-tuned model directory (ckpt, finetune.json, vocab.txt, extra files).
+  """Writes a fine-tuned model directory (ckpt, finetune.json, the vocab with its tokenizer
+  spec, extra files).
 
   `record` is what finetune.json holds: "task", "encoder" and "finetune" (config dicts) and
   the task's metadata ("spec" for classification). The directory appears complete or not
@@ -27,8 +29,8 @@ def save_finetuned(model: FinetuneModel, record: dict[str, Any], vocab_path: str
   def write(tmp: str) -> None:
     tf.train.Checkpoint(model=model).write(os.path.join(tmp, CKPT_NAME))
     fileio.write_text(os.path.join(tmp, FINETUNE_RECORD), json.dumps(record, indent=2))
-    if vocab_path:
-      fileio.copy(vocab_path, os.path.join(tmp, VOCAB_NAME))
+    if vocab:
+      copy_vocab(vocab, tmp)
     for name, text in (artifacts or {}).items():
       fileio.write_text(os.path.join(tmp, name), text)
 

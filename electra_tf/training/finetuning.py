@@ -112,11 +112,11 @@ def _check_run_config(output_dir: str, record: dict[str, Any]) -> None:
 class _Evaluator(tf_keras.callbacks.Callback):
   """After each epoch: predict the eval set, score it, keep the best checkpoint and outputs."""
 
-  def __init__(self, task: Task, eval_dataset, output_dir: str, record: dict, vocab_path,
+  def __init__(self, task: Task, eval_dataset, output_dir: str, record: dict, vocab,
                manager: tf.train.CheckpointManager | None, stream):
     super().__init__()
     self.task, self.eval_dataset, self.output_dir = task, eval_dataset, output_dir
-    self.record, self.vocab_path, self.manager, self.stream = record, vocab_path, manager, stream
+    self.record, self.vocab, self.manager, self.stream = record, vocab, manager, stream
     self.writer = tf.summary.create_file_writer(fileio.join(output_dir, EVAL_LOGS))
     self.history: list[dict[str, Any]] = []
     self.best: dict[str, Any] | None = None
@@ -154,7 +154,7 @@ class _Evaluator(tf_keras.callbacks.Callback):
         json.dumps({"best": self.best, "main_metric": main, "epochs": self.history}, indent=2))
 
   def _save_best(self, artifacts: dict[str, str]) -> None:
-    save_finetuned(self.model, {**self.record, "eval": self.best}, self.vocab_path,
+    save_finetuned(self.model, {**self.record, "eval": self.best}, self.vocab,
                    fileio.join(self.output_dir, BEST_SUBDIR), artifacts)
     for name, text in artifacts.items():  # the best epoch's predictions, at the top level too
       atomic.atomic_write_text(fileio.join(self.output_dir, name), text)
@@ -170,7 +170,7 @@ def _restore_init(model: FinetuneModel, init_checkpoint: str | None, source, str
 
 def run_finetuning(task: Task, config: FinetuneConfig, encoder_config: EncoderConfig,
                    output_dir: str, strategy, *, init_checkpoint: str | None = None,
-                   init_source=None, vocab_path: str | None = None, stream=None) -> FinetuneResult:
+                   init_source=None, vocab=None, stream=None) -> FinetuneResult:
   """Fine-tunes `task` from `init_checkpoint` and evaluates after every epoch.
 
   Writes to `output_dir`: finetune.json (settings), checkpoints/ (the latest epoch, for
@@ -219,7 +219,7 @@ def run_finetuning(task: Task, config: FinetuneConfig, encoder_config: EncoderCo
   print(f"fine-tuning {task.name}: {num_examples:,} training examples, batch {batch}, "
         f"{epochs} epoch(s) of {steps_per_epoch} steps, {strategy.num_replicas_in_sync} "
         f"replica(s)", file=stream, flush=True)
-  evaluator = _Evaluator(task, eval_ds, output_dir, record, vocab_path, manager, stream)
+  evaluator = _Evaluator(task, eval_ds, output_dir, record, vocab, manager, stream)
   progress = ProgressLogger(total_steps, config.log_steps,
                             batch * config.max_seq_length,
                             summary_dir=fileio.join(output_dir, TRAIN_LOGS),

@@ -20,6 +20,7 @@ import dataclasses
 from electra_tf import fileio
 from electra_tf.config import PHASE_FIELDS, PretrainConfig
 from electra_tf.data import manifest as manifest_lib
+from electra_tf.data.vocab import copy_vocab
 from electra_tf.errors import UserError
 from electra_tf.training import artifacts
 
@@ -134,7 +135,10 @@ def record(model_dir: str, config: PretrainConfig, data, step: int, request: Pha
   current["end_step"] = request.end_step
   if write:
     data_info = {"vocab_md5": data.vocab.md5, "vocab_size": data.vocab.size,
+                 "tokenizer": data.vocab.spec.to_dict(),
                  "examples": data.examples, "tokens": data.tokens}
+    # The vocab and its settings beside the checkpoints: a run is read back as it tokenized.
+    copy_vocab(data.vocab, model_dir)
     artifacts.save_or_check_run_config(model_dir, config, data_info, enforce=False,
                                        phases=phases)
   return current["start_step"]

@@ -116,7 +116,8 @@ def preflight(config: PretrainConfig, model_dir: str, strategy, vocab,
                     f"{config.model.vocab_size}; set model.vocab_size or use the matching vocab")
   latest = resume.newest(fileio.join(model_dir, filenames.CHECKPOINT_SUBDIR))
   phase.check(config, model_dir, bool(latest))
-  notes = artifacts.save_or_check_run_config(model_dir, config, {"vocab_md5": vocab.md5},
+  notes = artifacts.save_or_check_run_config(model_dir, config, {"vocab_md5": vocab.md5,
+                                                                 "tokenizer": vocab.spec.to_dict()},
                                              write=False, enforce=bool(latest),
                                              may_change=phase.may_change)
   if config.warmup_steps > config.num_train_steps:
@@ -291,7 +292,7 @@ def _export_encoder(model, data: TrainData, run: _Run) -> None:
   encoder_model = networks.standalone_discriminator(model.discriminator or model.generator)
   if run.is_chief:
     out = fileio.join(run.model_dir, filenames.DISCRIMINATOR_SUBDIR)
-    native.save_discriminator(encoder_model, data.vocab.path, out)
+    native.save_discriminator(encoder_model, data.vocab, out)
     print(f"wrote the discriminator for fine-tuning to {out}", file=run.stream)
   else:
     tmp = fileio.join(run.model_dir, ".worker_tmp", f"disc_{run.task_id}")

@@ -11,6 +11,7 @@ from electra_tf import features
 from electra_tf.data import io_utils
 from electra_tf.data.manifest import read_manifest
 from electra_tf.data.pretraining_data import build_pretraining_data, plan_units
+from electra_tf.data.tokenizer_spec import TokenizerSpec
 from electra_tf.errors import UserError
 
 L = 64
@@ -61,7 +62,7 @@ def test_manifest_describes_the_build(toy_build, toy_vocab, toy_corpus):
   assert manifest.examples == len(rows)
   assert manifest.tokens == sum(sum(r[features.INPUT_MASK]) for r in rows)
   assert (manifest.vocab_md5, manifest.vocab_size) == (toy_vocab.md5, toy_vocab.size)
-  assert (manifest.lower_case, manifest.max_seq_length, manifest.seed) == (True, L, 7)
+  assert (manifest.spec(), manifest.max_seq_length, manifest.seed) == (TokenizerSpec(), L, 7)
   assert len(manifest.shards) == 3
   for shard, path in zip(manifest.shards, manifest.shard_paths, strict=True):
     assert shard.bytes == os.path.getsize(path)

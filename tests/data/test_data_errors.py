@@ -122,7 +122,10 @@ def test_cli_bad_text_exits_2_then_good_text_builds(tmp_path, toy_vocab_path):
           f"--output_dir={out}", "--max_seq_length=16"]
   result = _cli(*args)
   assert result.returncode == 2, result.stderr
+  # The toy vocab has no settings beside it: they are inferred and said in one line.
   assert result.stderr.splitlines() == [
+      f"no tokenizer settings beside {toy_vocab_path}: inferred from its tokens (wordpiece, "
+      "lower_case=True, strip_accents=True, split_cjk=True)",
       f"error: {corpus}/b.txt: invalid UTF-8 at byte 9; re-encode the file as UTF-8"]
   _assert_nothing_written(out)
 

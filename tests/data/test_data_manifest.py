@@ -1,5 +1,7 @@
 """Manifest checks before training, and build_if_needed's cache."""
 
+import dataclasses
+import json
 import os
 import re
 import shutil
@@ -8,6 +10,7 @@ import pytest
 
 from electra_tf.data.manifest import check_manifest, read_manifest
 from electra_tf.data.pretraining_data import build_if_needed, build_pretraining_data
+from electra_tf.data.tokenizer_spec import TokenizerSpec
 from electra_tf.errors import UserError
 from electra_tf.filenames import MANIFEST_NAME
 
@@ -29,7 +32,7 @@ def copy(built, tmp_path):
 
 def test_matching_data_passes(built, toy_vocab):
   manifest = read_manifest(built)
-  check_manifest(manifest, toy_vocab, 32, lower_case=True)
+  check_manifest(manifest, toy_vocab, 32)
   # A glob of the shards and the manifest path itself find the same manifest.
   assert read_manifest(os.path.join(built, "*.tfrecord")) == manifest
   assert read_manifest(os.path.join(built, MANIFEST_NAME)) == manifest
@@ -50,9 +53,28 @@ def test_other_max_seq_length(built, toy_vocab):
     check_manifest(read_manifest(built), toy_vocab, 128)
 
 
-def test_other_casing(built, toy_vocab):
-  with pytest.raises(UserError, match="built with lower_case=True but this run uses"):
-    check_manifest(read_manifest(built), toy_vocab, 32, lower_case=False)
+def test_other_tokenizer_settings(built, toy_vocab):
+  cased = dataclasses.replace(toy_vocab, spec=TokenizerSpec.create(lower_case=False))
+  with pytest.raises(UserError, match=re.escape(
+      f"data in {built} tokenizes with (wordpiece, lower_case=True, strip_accents=True, "
+      f"split_cjk=True) but the vocab {toy_vocab.path} with (wordpiece, lower_case=False, "
+      "strip_accents=False, split_cjk=True)")):
+    check_manifest(read_manifest(built), cased, 32)
+
+
+def test_data_built_before_specs_is_read_from_its_lower_case(copy, toy_vocab, capsys):
+  path = os.path.join(copy, MANIFEST_NAME)
+  values = json.load(open(path))
+  del values["tokenizer"]
+  values["lower_case"] = False
+  with open(path, "w") as f:
+    json.dump(values, f)
+  manifest = read_manifest(copy)
+  assert manifest.spec() == TokenizerSpec.create(lower_case=False)
+  with pytest.raises(UserError, match="lower_case=False"):
+    check_manifest(manifest, toy_vocab, 32)
+  assert "records no tokenizer settings: taken as (wordpiece, lower_case=False" in \
+      capsys.readouterr().err
 
 
 def test_truncated_shard(copy, toy_vocab):
@@ -91,15 +113,15 @@ def test_build_if_needed_reuses_matching_data(tmp_path, toy_corpus, toy_vocab):
   toy_corpus = str(tmp_path / "corpus" / "*.txt")
   out = str(tmp_path / "cache")
   manifest_file = os.path.join(out, MANIFEST_NAME)
-  assert build_if_needed(toy_corpus, toy_vocab, out, 32, True, 0, show_progress=False) == out
+  assert build_if_needed(toy_corpus, toy_vocab, out, 32, 0, show_progress=False) == out
   built_at = os.stat(manifest_file).st_mtime_ns
-  build_if_needed(toy_corpus, toy_vocab, out, 32, True, seed=5, show_progress=False)
+  build_if_needed(toy_corpus, toy_vocab, out, 32, seed=5, show_progress=False)
   assert os.stat(manifest_file).st_mtime_ns == built_at  # reused (the seed is no reason)
 
-  build_if_needed(toy_corpus, toy_vocab, out, 16, True, show_progress=False)
+  build_if_needed(toy_corpus, toy_vocab, out, 16, show_progress=False)
   assert read_manifest(out).max_seq_length == 16  # another length: rebuilt
 
   first_input = read_manifest(out).inputs[0].path
   os.utime(first_input, ns=(built_at, built_at + 10**9))  # an input changed
-  build_if_needed(toy_corpus, toy_vocab, out, 16, True, show_progress=False)
+  build_if_needed(toy_corpus, toy_vocab, out, 16, show_progress=False)
   assert read_manifest(out).inputs[0].mtime == os.path.getmtime(first_input)

@@ -1,14 +1,21 @@
 """WordPiece tokenizer: BERT-uncased normalization, word pieces, offsets, use in tf.data."""
 
+import dataclasses
+
 import pytest
 import tensorflow as tf
 
 from electra_tf.data.tokenizer import WordPieceTokenizer
+from electra_tf.data.tokenizer_spec import TokenizerSpec
 
 
 @pytest.fixture(scope="module")
 def uncased(bert_vocab):
-  return WordPieceTokenizer(bert_vocab, lower_case=True)
+  return WordPieceTokenizer(bert_vocab)
+
+
+def _with_spec(vocab, **settings):
+  return dataclasses.replace(vocab, spec=TokenizerSpec.create(**settings))
 
 
 def test_lower_cases_and_strips_accents(uncased):
@@ -18,7 +25,7 @@ def test_lower_cases_and_strips_accents(uncased):
 
 
 def test_cased_keeps_case_and_accents(bert_vocab):
-  cased = WordPieceTokenizer(bert_vocab, lower_case=False)
+  cased = WordPieceTokenizer(_with_spec(bert_vocab, lower_case=False))
   ids = cased.tokenize(["Hello hello"]).to_list()[0]
   # The uncased vocab has no "Hello": the cased tokenizer must not fold it to "hello".
   assert ids == [bert_vocab.unk_id, bert_vocab.tokens.index("hello")]

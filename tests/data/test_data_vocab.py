@@ -6,6 +6,7 @@ import re
 import pytest
 from testing_utils import run_command
 
+from electra_tf.data.tokenizer_spec import TokenizerSpec
 from electra_tf.data.vocab import SPECIAL_TOKENS, builtin_vocab_path, learn_vocab, load_vocab
 from electra_tf.errors import UserError
 
@@ -60,7 +61,7 @@ def test_learn_vocab_covers_its_corpus(tmp_path, bert_vocab):
 
   files = builtin.builtin_corpus(str(tmp_path / "cache"), max_articles=2)
   out = str(tmp_path / "learned.txt")
-  vocab = learn_vocab(files, vocab_size=1000, lower_case=True, output_path=out)
+  vocab = learn_vocab(files, vocab_size=1000, spec=TokenizerSpec(), output_path=out)
   assert vocab.tokens[:5] == SPECIAL_TOKENS
   assert 850 <= vocab.size <= 1000  # the learner aims within 5% below; tiny corpora land near
   assert len(set(vocab.tokens)) == vocab.size

@@ -8,7 +8,8 @@ import pytest
 
 from electra_tf.data import builtin
 from electra_tf.data.tokenizer import WordPieceTokenizer
-from electra_tf.data.vocab import builtin_vocab_path
+from electra_tf.data.tokenizer_spec import TokenizerSpec
+from electra_tf.data.vocab import builtin_vocab_path, load_vocab
 from electra_tf.tasks import squad_cache, squad_data
 from electra_tf.tasks.squad_data import SquadExample, SquadFormatError
 
@@ -156,6 +157,7 @@ def test_feature_cache_round_trip_and_rebuild(tmp_path, tokenizer):
     assert record["input_ids"].numpy().tolist() == f.input_ids
     assert int(record["start_positions"]) == f.start_position
     assert record["input_ids"].dtype == tf.int32
-  other = WordPieceTokenizer(builtin_vocab_path(), lower_case=False)
+  other = WordPieceTokenizer(load_vocab(builtin_vocab_path(),
+                                        spec=TokenizerSpec.create(lower_case=False)))
   _, path3 = squad_cache.cached_features(examples, other, str(tmp_path), **sizes)
   assert path3 != path
