@@ -1,0 +1,163 @@
+"""The tokenizer files of a Hugging Face folder, written from a Vocab and its TokenizerSpec so
+that `transformers.AutoTokenizer.from_pretrained(folder)` gives our ids.
+
+WordPiece: vocab.txt + tokenizer_config.json (ElectraTokenizer with the spec's
+`do_lower_case`, `strip_accents`, `tokenize_chinese_chars`) + special_tokens_map.json.
+
+SentencePiece: the model as DeBERTa-v2/v3 ship it (spm.model, with DeBERTa's special
+tokens [CLS] [SEP] [UNK] [PAD] [MASK] and `do_lower_case`) plus a tokenizer.json in the
+`tokenizers` library's format, written here with json alone, and tokenizer_config.json
+naming the generic PreTrainedTokenizerFast, which loads tokenizer.json as it is. Not
+DebertaV2Tokenizer: transformers 5 builds that class's normalizer itself (whitespace, NFC,
+strip) even when a tokenizer.json is present, skipping the model's own normalization
+(nmt_nfkc: `½` -> `1⁄2`, non-breaking spaces, full-width forms), so its ids differ from
+sentencepiece's (6 of 303 SQuAD dev paragraphs with a 1,700-piece model). Only unigram
+models are written: see `sentencepiece_tokenizer_json` for BPE ones.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+
+from electra_tf import fileio
+from electra_tf.data.tokenizer_spec import SENTENCEPIECE
+from electra_tf.data.vocab import CLS, MASK, PAD, SEP, SPECIAL_TOKENS, UNK, VOCAB_NAMES, Vocab
+from electra_tf.errors import UserError
+
+TOKENIZER_CONFIG = "tokenizer_config.json"
+SPECIAL_TOKENS_MAP = "special_tokens_map.json"
+TOKENIZER_JSON = "tokenizer.json"
+METASPACE = "\u2581"  # SentencePiece's word-boundary mark
+_SPECIAL_KEYS = {"unk_token": UNK, "sep_token": SEP, "pad_token": PAD, "cls_token": CLS,
+                 "mask_token": MASK}
+_INPUT_NAMES = ["input_ids", "token_type_ids", "attention_mask"]
+# sentencepiece ModelProto.TrainerSpec.ModelType
+_UNIGRAM, _BPE = 1, 2
+
+
+def write_hf_tokenizer(vocab: Vocab, directory: str, *, max_length: int = 512) -> list[str]:
+  """Writes the tokenizer files of a Hugging Face folder into `directory` (which exists).
+
+  `AutoTokenizer.from_pretrained(directory)` then gives the ids of our tokenizer
+  (`electra_tf.data.tokenizer.make_tokenizer(vocab)`), with [CLS] A [SEP] (B [SEP]) and
+  segment ids 0 / 1 around them.
+
+  WordPiece: vocab.txt, tokenizer_config.json (tokenizer_class ElectraTokenizer,
+  `vocab.spec.hf_settings()`, model_max_length, the special tokens),
+  special_tokens_map.json. SentencePiece (unigram): spm.model, tokenizer.json (our
+  lower-casing, the model's normalization, its pieces and scores, in the `tokenizers`
+  format), tokenizer_config.json (tokenizer_class PreTrainedTokenizerFast, which uses
+  tokenizer.json as it is, and do_lower_case for readers of the spec), special_tokens_map.json.
+
+  Args:
+    vocab: the vocab with its spec (`electra_tf.data.vocab.load_vocab`).
+    directory: an existing folder; files of the same names are replaced.
+    max_length: model_max_length (the model's max_position_embeddings).
+
+  Returns:
+    The paths written.
+
+  Raises:
+    UserError: a SentencePiece BPE model, whose segmentation transformers' BPE does not
+      reproduce (see the message), or a model transformers cannot represent.
+  """
+  kind = vocab.spec.kind
+  if kind == SENTENCEPIECE:
+    tokenizer_json = sentencepiece_tokenizer_json(vocab)
+  target = fileio.join(directory, VOCAB_NAMES[kind])
+  fileio.copy(vocab.path, target)
+  specials = dict(_SPECIAL_KEYS)
+  config = {"tokenizer_class": "ElectraTokenizer", **vocab.spec.hf_settings()}
+  if kind == SENTENCEPIECE:
+    config = {"tokenizer_class": "PreTrainedTokenizerFast",
+              "do_lower_case": vocab.spec.lower_case}
+  config.update(specials, model_max_length=max_length, model_input_names=_INPUT_NAMES,
+                added_tokens_decoder={str(_id(vocab, t)): _added(t) for t in SPECIAL_TOKENS})
+  written = [target]
+  files = {TOKENIZER_CONFIG: config, SPECIAL_TOKENS_MAP: specials}
+  if kind == SENTENCEPIECE:
+    files[TOKENIZER_JSON] = tokenizer_json
+  for name, content in files.items():
+    path = fileio.join(directory, name)
+    fileio.write_text(path, json.dumps(content, indent=2, ensure_ascii=False) + "\n")
+    written.append(path)
+  return written
+
+
+def _id(vocab: Vocab, token: str) -> int:
+  return {PAD: vocab.pad_id, UNK: vocab.unk_id, CLS: vocab.cls_id, SEP: vocab.sep_id,
+          MASK: vocab.mask_id}[token]
+
+
+def _added(token: str) -> dict:
+  return {"content": token, "lstrip": False, "normalized": False, "rstrip": False,
+          "single_word": False, "special": True}
+
+
+def _model_proto(vocab: Vocab):
+  from sentencepiece import sentencepiece_model_pb2
+
+  proto = sentencepiece_model_pb2.ModelProto()
+  proto.ParseFromString(fileio.read_bytes(vocab.path))
+  return proto
+
+
+def sentencepiece_tokenizer_json(vocab: Vocab) -> dict:
+  """The `tokenizers` library's tokenizer.json for a SentencePiece unigram vocab: our
+  lower-casing, then the model's normalization (precompiled charsmap) and whitespace rules,
+  Metaspace words, the Unigram pieces with their scores, and [CLS] A [SEP] (B [SEP])."""
+  proto = _model_proto(vocab)
+  trainer, norm = proto.trainer_spec, proto.normalizer_spec
+  if trainer.model_type == _BPE:
+    raise UserError(
+        f"{vocab.path} is a SentencePiece BPE model: transformers' BPE applies merges by "
+        "rank where sentencepiece picks the highest-scoring pair, and their segmentations "
+        "differ, so the Hugging Face tokenizer would not give this model's ids; export a "
+        "unigram model (electra-learn-vocab --kind=sentencepiece --model_type=unigram)")
+  if trainer.model_type != _UNIGRAM:
+    raise UserError(f"{vocab.path} is a SentencePiece model of type {trainer.model_type} "
+                    "(word or char); only unigram models export to Hugging Face")
+  if trainer.treat_whitespace_as_suffix or norm.escape_whitespaces is False:
+    raise UserError(f"{vocab.path} does not mark words with a leading {METASPACE} "
+                    "(treat_whitespace_as_suffix or no escape_whitespaces); transformers' "
+                    "Metaspace cannot reproduce it")
+  steps: list[dict] = []
+  if vocab.spec.lower_case:
+    steps.append({"type": "Lowercase"})
+  if norm.precompiled_charsmap:
+    steps.append({"type": "Precompiled", "precompiled_charsmap":
+                  base64.b64encode(norm.precompiled_charsmap).decode("ascii")})
+  if norm.remove_extra_whitespaces:
+    # sentencepiece drops leading and trailing spaces and folds runs into one.
+    steps += [{"type": "Strip", "strip_left": True, "strip_right": True},
+              {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}]
+  scheme = "always" if norm.add_dummy_prefix else "never"
+  metaspace = {"replacement": METASPACE, "prepend_scheme": scheme,
+               "split": bool(trainer.split_by_whitespace)}
+  pieces = [[p.piece, p.score] for p in proto.pieces]
+  cls, sep = vocab.cls_id, vocab.sep_id
+  return {
+      "version": "1.0", "truncation": None, "padding": None,
+      "added_tokens": [{"id": _id(vocab, t), **_added(t)} for t in SPECIAL_TOKENS],
+      "normalizer": {"type": "Sequence", "normalizers": steps} if steps else None,
+      "pre_tokenizer": {"type": "Metaspace", **metaspace},
+      "post_processor": {
+          "type": "TemplateProcessing",
+          "single": [_special(CLS, 0), _seq("A", 0), _special(SEP, 0)],
+          "pair": [_special(CLS, 0), _seq("A", 0), _special(SEP, 0), _seq("B", 1),
+                   _special(SEP, 1)],
+          "special_tokens": {CLS: {"id": CLS, "ids": [cls], "tokens": [CLS]},
+                             SEP: {"id": SEP, "ids": [sep], "tokens": [SEP]}}},
+      "decoder": {"type": "Metaspace", **metaspace},
+      "model": {"type": "Unigram", "unk_id": vocab.unk_id, "vocab": pieces,
+                "byte_fallback": bool(trainer.byte_fallback)},
+  }
+
+
+def _special(token: str, type_id: int) -> dict:
+  return {"SpecialToken": {"id": token, "type_id": type_id}}
+
+
+def _seq(which: str, type_id: int) -> dict:
+  return {"Sequence": {"id": which, "type_id": type_id}}
