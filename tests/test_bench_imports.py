@@ -73,7 +73,8 @@ def test_bench_scripts_import_only_their_folders_helper():
   assert problems_of(graph) == []
   # The folders that share code, and through what.
   used = {t for targets in graph.values() for t in targets}
-  assert used == {"speed/step_lib", "quality/study_lib", "finetune/finetune_transformers"}
+  assert used == {"speed/step_lib", "quality/study_lib", "finetune/finetune_transformers",
+                  "fidelity/authors_lib"}
   names = [module.split("/")[1] for module in graph]
   assert len(names) == len(set(names)), "two bench scripts share a name (one sys.path)"
 
