@@ -34,6 +34,7 @@ _LONGEST_FILES_FIRST = (
     "tests/hostile/test_data_commands.py",
     "tests/training/test_fault_tolerance_replicas.py",  # 130
     "tests/test_finetune_cli.py",  # 125
+    "tests/test_finetune_tagging.py",  # 178 (beside a busy background job)
     "tests/model/test_pretrainer.py",  # 110
     "tests/training/test_fault_tolerance.py",  # 106
     "tests/serving/test_saved_model.py",  # 60

