@@ -7,6 +7,10 @@ and ElectraTokenizer.from_preset load, written without Keras 3 (json + h5py).
   tokenizer.json                 ElectraTokenizer's class and arguments
   assets/tokenizer/vocabulary.txt
 
+The tokenizer's lowercase, strip_accents and split_on_cjk are the vocab's TokenizerSpec.
+keras-hub's ElectraTokenizer is WordPiece only: a SentencePiece vocab is refused. Its text
+handling is not BERT's in every detail (docs/exports.md has the measured differences).
+
 Two differences from our encoder, both keras-hub's:
 - ElectraBackbone's GELU is the tanh approximation; ours (the paper's, BERT's) is the exact
   erf form. Hidden states differ by what docs/exports.md measures.
@@ -23,6 +27,8 @@ import numpy as np
 
 from electra_tf import atomic, fileio
 from electra_tf.checkpoints import names
+from electra_tf.data.tokenizer_spec import WORDPIECE
+from electra_tf.errors import UserError
 from electra_tf.serving.sources import EncoderSource
 
 CONFIG_FILE = "config.json"
@@ -93,8 +99,29 @@ def write_weights(source: EncoderSource, path: str) -> int:
   return sum(v.size for v in tensors.values())
 
 
+def tokenizer_config(source: EncoderSource) -> dict:
+  """ElectraTokenizer's tokenizer.json entry for `source`'s vocab and spec.
+
+  Raises:
+    UserError: a SentencePiece vocab, which keras-hub's ElectraTokenizer cannot hold.
+  """
+  spec = source.vocab.spec
+  if spec.kind != WORDPIECE:
+    raise UserError(
+        f"--format=keras_hub: keras-hub's ElectraTokenizer is WordPiece only and this model's "
+        f"vocab is {spec.kind} ({source.vocab.path}); export it with --format=onnx or "
+        "--format=saved_model, or pretrain with a WordPiece vocab")
+  return _class("ElectraTokenizer", "electra_tokenizer", {
+      "name": "electra_tokenizer", "config_file": TOKENIZER_FILE, "vocabulary": None,
+      "sequence_length": None, "lowercase": spec.lower_case,
+      "strip_accents": spec.strip_accents, "split": True, "split_on_cjk": spec.split_cjk,
+      "suffix_indicator": "##", "oov_token": "[UNK]", "special_tokens": None,
+      "special_tokens_in_strings": False}, "int32")
+
+
 def export(source: EncoderSource, export_dir: str) -> str:
   """Writes a preset directory for `source` into `export_dir`, all or nothing."""
+  tokenizer = tokenizer_config(source)  # refuses a SentencePiece vocab before any work
   config = source.encoder.config
   backbone = _class("ElectraBackbone", "electra_backbone", {
       "name": "electra_backbone", "vocab_size": config.vocab_size,
@@ -103,13 +130,6 @@ def export(source: EncoderSource, export_dir: str) -> str:
       "intermediate_dim": config.intermediate_size, "dropout": config.dropout_rate,
       "max_sequence_length": config.max_position_embeddings,
       "num_segments": config.type_vocab_size}, "float32")
-  tokenizer = _class("ElectraTokenizer", "electra_tokenizer", {
-      "name": "electra_tokenizer", "config_file": TOKENIZER_FILE, "vocabulary": None,
-      "sequence_length": None, "lowercase": source.lower_case,
-      # keras-hub's lowercase only lower-cases; BERT uncased also strips accents.
-      "strip_accents": source.lower_case, "split": True, "suffix_indicator": "##",
-      "oov_token": "[UNK]", "special_tokens": None, "special_tokens_in_strings": False},
-      "int32")
 
   def write(tmp: str) -> None:
     count = write_weights(source, os.path.join(tmp, WEIGHTS_FILE))
@@ -119,6 +139,6 @@ def export(source: EncoderSource, export_dir: str) -> str:
                         (METADATA_FILE, metadata)):
       fileio.write_text(os.path.join(tmp, name), json.dumps(value, indent=4))
     fileio.makedirs(os.path.dirname(os.path.join(tmp, VOCAB_FILE)))
-    fileio.copy(source.vocab_path, os.path.join(tmp, VOCAB_FILE))
+    fileio.copy(source.vocab.path, os.path.join(tmp, VOCAB_FILE))
 
   return atomic.write_dir(export_dir, write, CONFIG_FILE)

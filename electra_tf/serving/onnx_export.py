@@ -2,11 +2,13 @@
 
   model.onnx   int32 input_ids, input_mask, segment_ids [batch, seq] -> the outputs
                export.json lists (logits, start/end logits, or the encoder's states)
-  vocab.txt, export.json beside it
+  beside it: the Hugging Face tokenizer files (vocab.txt or spm.model,
+  tokenizer_config.json, ...; see portable.py) and export.json
 """
 
 from __future__ import annotations
 
+import json
 import os
 
 from electra_tf import atomic, fileio
@@ -51,14 +53,15 @@ def convert(source: EncoderSource | TaskSource):
 
 
 def export(source: EncoderSource | TaskSource, export_dir: str) -> str:
-  """Writes export_dir/model.onnx, vocab.txt and export.json, all or nothing."""
+  """Writes export_dir/model.onnx, the tokenizer files and export.json, all or nothing."""
 
   def write(tmp: str) -> None:
     model_proto = convert(source)
     meta = portable.metadata(source, "onnx", opset=OPSET)
-    for key, value in (("lower_case", meta["lower_case"]), ("outputs", meta["outputs"])):
+    for key, value in (("tokenizer", json.dumps(meta["tokenizer"])),
+                       ("outputs", str(meta["outputs"]))):
       entry = model_proto.metadata_props.add()
-      entry.key, entry.value = key, str(value)
+      entry.key, entry.value = key, value
     with fileio.open(os.path.join(tmp, MODEL_NAME), "wb") as f:
       f.write(model_proto.SerializeToString())
     portable.write_beside(source, tmp, meta)

@@ -1,8 +1,13 @@
 """What the ONNX and TFLite exports share: the function traced from a model, and its metadata.
 
-Both runtimes take token ids, not text: tokenization stays outside the graph (our
-WordPieceTokenizer, or any BERT WordPiece tokenizer over the vocab.txt written beside the
-model, with the `lower_case` recorded in export.json).
+Both runtimes take token ids, not text: tokenization stays outside the graph. Beside the
+model are the Hugging Face tokenizer files of its vocab (vocab.txt or spm.model,
+tokenizer_config.json, special_tokens_map.json, tokenizer.json for SentencePiece), so
+
+  tokenizer = transformers.AutoTokenizer.from_pretrained(export_dir)
+
+gives the ids the model was trained on; export.json records the TokenizerSpec, and the
+vocab's spec is written beside it too (our `load_vocab` / `make_tokenizer` read it).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import tensorflow as tf
 
 from electra_tf import features as F
 from electra_tf import fileio
-from electra_tf.filenames import VOCAB_NAME
+from electra_tf.data.vocab import VOCAB_NAMES, copy_vocab
 from electra_tf.model.fused import portable_gelu
 from electra_tf.serving.sources import EncoderSource, TaskSource
 
@@ -60,19 +65,28 @@ def ids_function(source: EncoderSource | TaskSource, seq_length: int | None = No
 def metadata(source: EncoderSource | TaskSource, fmt: str, **extra) -> dict:
   """export.json: what the model takes and returns, and how to tokenize for it."""
   if isinstance(source, EncoderSource):
-    meta = {"model": "encoder", "lower_case": source.lower_case,
-            "max_seq_length": source.encoder.config.max_position_embeddings}
+    meta = {"model": "encoder", "max_seq_length": source.encoder.config.max_position_embeddings}
   else:
-    meta = {"model": source.record["task"], "lower_case": source.lower_case,
-            "max_seq_length": source.max_seq_length}
+    meta = {"model": source.record["task"], "max_seq_length": source.max_seq_length}
     labels = (source.record.get("spec") or {}).get("label_names")
     if labels:
       meta["label_names"] = labels
   return {"format": fmt, **meta, "inputs": list(ID_KEYS), "outputs": output_names(source),
-          "vocab": VOCAB_NAME, **extra}
+          "vocab": VOCAB_NAMES[source.vocab.spec.kind],
+          "tokenizer": source.vocab.spec.to_dict(), **extra}
+
+
+def _max_length(source: EncoderSource | TaskSource) -> int:
+  if isinstance(source, EncoderSource):
+    return source.encoder.config.max_position_embeddings
+  return source.max_seq_length
 
 
 def write_beside(source: EncoderSource | TaskSource, directory: str, meta: dict) -> None:
-  """vocab.txt and export.json next to the model file."""
-  fileio.copy(source.vocab_path, os.path.join(directory, VOCAB_NAME))
+  """The vocab with its spec, the Hugging Face tokenizer files and export.json next to the
+  model file."""
+  from electra_tf.checkpoints.hf_tokenizer import write_hf_tokenizer
+
+  copy_vocab(source.vocab, directory)
+  write_hf_tokenizer(source.vocab, directory, max_length=_max_length(source))
   fileio.write_text(os.path.join(directory, METADATA_NAME), json.dumps(meta, indent=2))

@@ -13,9 +13,9 @@ import tensorflow as tf
 
 from electra_tf import atomic, fileio
 from electra_tf.checkpoints import converter
-from electra_tf.data.vocab import builtin_vocab_path
 from electra_tf.errors import UserError
-from electra_tf.filenames import BEST_SUBDIR, VOCAB_NAME
+from electra_tf.filenames import BEST_SUBDIR
+from electra_tf.serving import sources
 from electra_tf.serving.signatures import (
   ClassifierServing,
   PretrainingServing,
@@ -63,27 +63,26 @@ def save(module, export_dir: str) -> str:
 
 def serving_module(checkpoint: str, task: str):
   """The serving module of a fine-tuned model directory (or output_dir), or for
-  task "pretraining" of any checkpoint converter.load reads."""
+  task "pretraining" of any checkpoint converter.load reads. Its raw-text signatures
+  tokenize with the vocab's TokenizerSpec."""
   if task == "pretraining":
     loaded = converter.load(checkpoint)
     if loaded.discriminator is None:
       raise UserError(f"{checkpoint} holds no discriminator to export for pretraining")
-    vocab = loaded.vocab_path or builtin_vocab_path()
-    return PretrainingServing(loaded.discriminator, vocab, True, 128)
+    return PretrainingServing(loaded.discriminator, sources.checkpoint_vocab(loaded), 128)
   model_dir = fileio.join(checkpoint, BEST_SUBDIR)  # an output_dir holds its best model there
   if not fileio.isdir(model_dir):
     model_dir = checkpoint
   model, record = load_finetuned(model_dir)
   if task and task != record["task"]:
     raise UserError(f"{checkpoint} was fine-tuned for {record['task']}, not {task}")
-  path = fileio.join(model_dir, VOCAB_NAME)
+  vocab = sources.finetuned_vocab(model_dir, record)
   config = record["finetune"]
-  lower_case = record.get("lower_case", True)
   if record["task"].startswith("squad"):
     threshold = (record.get("eval") or {}).get("best_f1_thresh", 0.0)
-    return SquadServing(model, path, lower_case,
-                        {**config, "version_2": record["task"] == "squad_v2.0"}, threshold)
-  return ClassifierServing(model, path, lower_case, config["max_seq_length"],
+    return SquadServing(model, vocab, {**config, "version_2": record["task"] == "squad_v2.0"},
+                        threshold)
+  return ClassifierServing(model, vocab, config["max_seq_length"],
                            record["spec"]["label_names"])
 
 

@@ -1,11 +1,15 @@
-"""What a SavedModel serves: token-id signatures and raw-text ones with an in-graph tokenizer."""
+"""What a SavedModel serves: token-id signatures and raw-text ones with an in-graph tokenizer
+(WordPiece or SentencePiece, set up by the TokenizerSpec of the vocab)."""
 
 from __future__ import annotations
 
 import tensorflow as tf
 
 from electra_tf import features as F
-from electra_tf.data.tokenizer import WordPieceTokenizer
+from electra_tf import fileio
+from electra_tf.data.tokenizer import make_tokenizer
+from electra_tf.data.tokenizer_spec import spec_path
+from electra_tf.data.vocab import Vocab
 from electra_tf.serving import text as serving_text
 
 ID_KEYS = (F.INPUT_IDS, F.INPUT_MASK, F.SEGMENT_IDS)
@@ -16,14 +20,16 @@ def _ids_spec():
 
 
 class _Serving(tf.Module):
-  """Holds the Keras model, the vocab asset and the in-graph tokenizer."""
+  """Holds the Keras model, the vocab asset and the in-graph tokenizer (a tf.Module, so the
+  SavedModel tracks its tf.text resources); raw text is tokenized with the vocab's spec."""
 
-  def __init__(self, model, vocab_path: str, lower_case: bool, max_seq_length: int):
+  def __init__(self, model, vocab: Vocab, max_seq_length: int):
     super().__init__()
     self.model = model
-    self.vocab = tf.saved_model.Asset(vocab_path)
-    self.tokenizer = WordPieceTokenizer(vocab_path, lower_case=lower_case, dtype=tf.int32)
-    self._fast = self.tokenizer._tokenizer  # a tracked tf.text resource
+    self.vocab = tf.saved_model.Asset(vocab.path)
+    if fileio.isfile(spec_path(vocab.path)):  # the settings travel with the vocab
+      self.tokenizer_spec = tf.saved_model.Asset(spec_path(vocab.path))
+    self.tokenizer = make_tokenizer(vocab, tf.int32)
     self.max_seq_length = max_seq_length
     self.max_positions = model.encoder.config.max_position_embeddings
 
@@ -37,8 +43,8 @@ class _Serving(tf.Module):
 class ClassifierServing(_Serving):
   """serving_default on ids; classify_text (and classify_text_pair) on raw strings."""
 
-  def __init__(self, model, vocab_path, lower_case, max_seq_length, label_names):
-    super().__init__(model, vocab_path, lower_case, max_seq_length)
+  def __init__(self, model, vocab: Vocab, max_seq_length: int, label_names):
+    super().__init__(model, vocab, max_seq_length)
     self.label_names = tf.constant(list(label_names or []), tf.string)
     self.regression = not label_names
 
@@ -72,8 +78,8 @@ class ClassifierServing(_Serving):
 class SquadServing(_Serving):
   """serving_default on ids (logits); answer on raw question/context strings."""
 
-  def __init__(self, model, vocab_path, lower_case, config, null_threshold: float):
-    super().__init__(model, vocab_path, lower_case, config["max_seq_length"])
+  def __init__(self, model, vocab: Vocab, config, null_threshold: float):
+    super().__init__(model, vocab, config["max_seq_length"])
     self.config = dict(config)
     self.null_threshold = null_threshold
 

@@ -2,7 +2,7 @@
 
   model.tflite       float32 weights
   model_int8.tflite  int8 weights (dynamic-range quantization), float activations
-  vocab.txt, export.json beside them
+  beside them: the Hugging Face tokenizer files (see portable.py) and export.json
 
 Each model has one signature, serving_default: int32 input_ids, input_mask, segment_ids
 [batch, max_seq_length] -> the task's outputs. Tokenization stays outside the graph.
@@ -38,7 +38,8 @@ def convert(source: TaskSource, quantize: bool) -> bytes:
 
 
 def export(source: TaskSource, export_dir: str) -> str:
-  """Writes both models, vocab.txt and export.json into `export_dir`, all or nothing."""
+  """Writes both models, the tokenizer files and export.json into `export_dir`, all or
+  nothing."""
 
   def write(tmp: str) -> None:
     for name, quantize in ((FLOAT_NAME, False), (INT8_NAME, True)):

@@ -13,7 +13,9 @@ WARMUP_NAME = "tf_serving_warmup_requests"  # TF Serving's file name
 def warmup_inputs(module) -> dict[str, dict]:
   """{signature: example inputs (numpy-able)} replayed by TF Serving at load time."""
   L = min(module.max_seq_length, 128)
-  ids = [[module.tokenizer.vocab.cls_id] + [1000] * (L - 2) + [module.tokenizer.vocab.sep_id]]
+  vocab = module.tokenizer.vocab
+  token = min(1000, vocab.size - 1)  # any ordinary token; small learned vocabs have few
+  ids = [[vocab.cls_id] + [token] * (L - 2) + [vocab.sep_id]]
   requests = {"serving_default": {F.INPUT_IDS: ids, F.INPUT_MASK: [[1] * L],
                                   F.SEGMENT_IDS: [[0] * L]}}
   if isinstance(module, SquadServing):

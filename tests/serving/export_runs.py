@@ -35,8 +35,7 @@ def make_runs(root):
   made = {}
   for name, config in RUNS.items():
     model = build_finetune_model(model_for_task(config, TINY, 2))
-    record = {"task": config.task, "encoder": TINY.to_dict(), "finetune": config.to_dict(),
-              "lower_case": True}
+    record = {"task": config.task, "encoder": TINY.to_dict(), "finetune": config.to_dict()}
     if name == "movies":
       record["spec"] = dataclasses.asdict(classification_data.MOVIE_REVIEWS)
     made[name] = (model, save_finetuned(model, record, builtin_vocab_path(),

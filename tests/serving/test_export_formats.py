@@ -72,7 +72,9 @@ def test_onnx_command_exports_the_encoder_of_a_fine_tuning_run(tiny_runs, tmp_pa
   result = run_command("export", "--format=onnx", "--task=encoder", f"--checkpoint={run_dir}",
                        f"--export_dir={out}")
   assert result.returncode == 0, result.stderr[-3000:]
-  assert sorted(os.listdir(out)) == ["export.json", "model.onnx", "vocab.txt"]
+  assert sorted(os.listdir(out)) == ["export.json", "model.onnx", "special_tokens_map.json",
+                                     "tokenizer_config.json", "vocab.tokenizer.json",
+                                     "vocab.txt"]
   assert json.load(open(os.path.join(out, "export.json")))["model"] == "encoder"
 
 
@@ -90,3 +92,4 @@ def test_a_failed_export_leaves_nothing(tiny_runs, tmp_path, monkeypatch):
   with pytest.raises(RuntimeFailure):
     exporters.export("tflite", tiny_runs["movies"][1], None, str(out))
   assert os.listdir(tmp_path) == []
+

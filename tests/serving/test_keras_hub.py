@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 from export_runs import real_inputs
 
-from electra_tf.data.tokenizer import WordPieceTokenizer
+from electra_tf.data.tokenizer import make_tokenizer
 from electra_tf.serving import exporters, sources
 from electra_tf.tasks.classification_data import movie_reviews
 
@@ -52,7 +52,7 @@ def test_backbone_and_tokenizer_load_our_preset(tiny_runs, tmp_path, checkpoint)
   tokenizer = keras_hub.models.ElectraTokenizer.from_preset(out)
   _, train, _ = movie_reviews(seed=0)
   texts = [e.texts[0] for e in train[:200]] + TEXTS
-  ours = WordPieceTokenizer(source.vocab_path).tokenize(texts).to_list()
+  ours = make_tokenizer(source.vocab).tokenize(texts).to_list()
   theirs = tokenizer(tf.constant(texts))
   assert (theirs.to_list() if hasattr(theirs, "to_list") else theirs) == ours
 

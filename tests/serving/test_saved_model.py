@@ -58,8 +58,7 @@ json.dump(out, open(sys.argv[2], "w"))
 
 
 def _record(task, config, spec=None, threshold=None):
-  record = {"task": task, "encoder": ENC.to_dict(), "finetune": config.to_dict(),
-            "lower_case": True}
+  record = {"task": task, "encoder": ENC.to_dict(), "finetune": config.to_dict()}
   if spec is not None:
     import dataclasses
 

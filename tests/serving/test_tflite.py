@@ -30,8 +30,10 @@ def test_float_and_int8_models(tiny_runs, tmp_path, name):
   out = str(tmp_path / "tflite")
   exporters.export("tflite", run_dir, None, out)  # as electra-export runs it
   meta = json.load(open(os.path.join(out, "export.json")))
-  assert sorted(os.listdir(out)) == sorted(["export.json", "vocab.txt", tflite_export.FLOAT_NAME,
-                                            tflite_export.INT8_NAME])
+  assert sorted(os.listdir(out)) == sorted(
+      ["export.json", "vocab.txt", "vocab.tokenizer.json", "tokenizer_config.json",
+       "special_tokens_map.json", tflite_export.FLOAT_NAME, tflite_export.INT8_NAME])
+  assert meta["tokenizer"]["lower_case"] is True and "lower_case" not in meta
   inputs = real_inputs(name, n=4)
   want = model({k: tf.constant(v) for k, v in inputs.items()}, training=False)
   got = _run(os.path.join(out, meta["models"]["float32"]), inputs)
