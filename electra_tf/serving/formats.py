@@ -31,7 +31,7 @@ FORMATS = {f.name: f for f in (
     Format("tfhub", "tfhub", (), "TF Hub preprocessor + encoder SavedModels"),
     Format("onnx", "onnx", ("tf2onnx", "onnx"), "an ONNX model (encoder or task model)"),
     Format("tflite", "tflite", (), "float and int8 TFLite task models with their vocab"),
-    Format("keras_hub", "keras_hub", ("h5py",), "a keras-hub ElectraBackbone preset directory"),
+    Format("keras_hub", "keras-hub", ("h5py",), "a keras-hub ElectraBackbone preset directory"),
 )}
 
 

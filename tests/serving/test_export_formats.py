@@ -93,3 +93,24 @@ def test_a_failed_export_leaves_nothing(tiny_runs, tmp_path, monkeypatch):
     exporters.export("tflite", tiny_runs["movies"][1], None, str(out))
   assert os.listdir(tmp_path) == []
 
+
+def test_extras_are_spelled_as_pip_matches_them():
+  """pip before 23.3 compares a requested extra with the built metadata's Provides-Extra,
+  which setuptools normalizes (PEP 685: keras_hub -> keras-hub), without normalizing the
+  request: `pip install -e '.[keras_hub]'` installed nothing. Every extra we name is
+  written in its normalized form and defined in pyproject.toml. Checked by hand with
+  setup.sh's pip 23.2.1, offline: `pip install --dry-run --no-index -e '.[keras_hub]'` warns
+  "does not provide the extra 'keras_hub'"; with '.[keras-hub]' it resolves keras-hub."""
+  import re
+  import tomllib
+
+  from testing_utils import ROOT
+
+  with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+    extras = tomllib.load(f)["project"]["optional-dependencies"]
+  named = {fmt.extra for fmt in formats.FORMATS.values() if fmt.extra}
+  with open(os.path.join(ROOT, "docs", "exports.md"), encoding="utf-8") as f:
+    named |= set(re.findall(r"electra_tf\[([^\]]+)\]", f.read()))
+  for extra in named:
+    assert extra == re.sub(r"[-_.]+", "-", extra).lower(), extra
+    assert extra in extras, extra
