@@ -203,6 +203,11 @@ def main(argv):
 
     vocab = tokenizer_flags.load_vocab(FLAGS, FLAGS.vocab_file or (source and source.vocab_path)
                                        or vocab_lib.builtin_vocab_path())
+    if (FLAGS.vocab_file and not source and vocab.size != config.model.vocab_size
+        and "model.vocab_size" not in (FLAGS.config_overrides or "")):
+      # A vocab of one's own sets the embedding table's size (a checkpoint's is fixed).
+      config = config.replace(**{"model.vocab_size": vocab.size})
+      print(f"model.vocab_size {vocab.size}, the size of {FLAGS.vocab_file}", flush=True)
     # Fail on settings before spending minutes building data.
     phase = phases.PhaseRequest(FLAGS.new_phase, FLAGS.phase_end_step)
     try:

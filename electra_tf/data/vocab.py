@@ -339,6 +339,7 @@ def _learn_sentencepiece(files: Sequence[str], vocab_size: int, spec: TokenizerS
         unk_id=1, unk_piece=UNK, bos_id=2, bos_piece=CLS, eos_id=3, eos_piece=SEP,
         user_defined_symbols=[MASK], minloglevel=2)
   except RuntimeError as e:
-    raise UserError(f"SentencePiece could not learn a vocab: {str(e).splitlines()[-1]}; "
-                    "use a smaller --vocab_size or more text") from None
+    reason = str(e).split("]")[-1].strip().split(". Increase")[0]  # sentencepiece's own words
+    raise UserError(f"SentencePiece could not learn a vocab of {vocab_size}: {reason}; "
+                    "change --vocab_size or give more text") from None
   return model.getvalue()
