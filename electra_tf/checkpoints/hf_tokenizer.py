@@ -4,15 +4,18 @@ that `transformers.AutoTokenizer.from_pretrained(folder)` gives our ids.
 WordPiece: vocab.txt + tokenizer_config.json (ElectraTokenizer with the spec's
 `do_lower_case`, `strip_accents`, `tokenize_chinese_chars`) + special_tokens_map.json.
 
-SentencePiece: the model as DeBERTa-v2/v3 ship it (spm.model, with DeBERTa's special
-tokens [CLS] [SEP] [UNK] [PAD] [MASK] and `do_lower_case`) plus a tokenizer.json in the
-`tokenizers` library's format, written here with json alone, and tokenizer_config.json
+SentencePiece (unigram or BPE): the model as DeBERTa-v2/v3 ship it (spm.model, special
+tokens [CLS] [SEP] [UNK] [PAD] [MASK], `do_lower_case`) plus a tokenizer.json in the
+`tokenizers` library's format, written here with json alone, and a tokenizer_config.json
 naming the generic PreTrainedTokenizerFast, which loads tokenizer.json as it is. Not
 DebertaV2Tokenizer: transformers 5 builds that class's normalizer itself (whitespace, NFC,
 strip) even when a tokenizer.json is present, skipping the model's own normalization
 (nmt_nfkc: `½` -> `1⁄2`, non-breaking spaces, full-width forms), so its ids differ from
-sentencepiece's (6 of 303 SQuAD dev paragraphs with a 1,700-piece model). Only unigram
-models are written: see `sentencepiece_tokenizer_json` for BPE ones.
+sentencepiece's (on 6 of 303 SQuAD dev paragraphs with a 1,500-piece model). With
+tokenizer.json, ids equal ours on all but exact ties of the unigram lattice (`。。。。` as
+`。。。` `。` or `。` `。。。`, same score), which the two libraries break in opposite order:
+1 of 303 SQuAD paragraphs, 5 of 300 Chinese reviews, none of Korean, Japanese or German
+text; BPE models gave equal ids on all of them.
 """
 
 from __future__ import annotations
@@ -45,10 +48,12 @@ def write_hf_tokenizer(vocab: Vocab, directory: str, *, max_length: int = 512) -
 
   WordPiece: vocab.txt, tokenizer_config.json (tokenizer_class ElectraTokenizer,
   `vocab.spec.hf_settings()`, model_max_length, the special tokens),
-  special_tokens_map.json. SentencePiece (unigram): spm.model, tokenizer.json (our
-  lower-casing, the model's normalization, its pieces and scores, in the `tokenizers`
-  format), tokenizer_config.json (tokenizer_class PreTrainedTokenizerFast, which uses
-  tokenizer.json as it is, and do_lower_case for readers of the spec), special_tokens_map.json.
+  special_tokens_map.json. SentencePiece: spm.model, tokenizer.json (our lower-casing, the
+  model's normalization and whitespace rules, its pieces and scores or BPE merges, in the
+  `tokenizers` format), tokenizer_config.json (tokenizer_class PreTrainedTokenizerFast,
+  which uses tokenizer.json as it is, and do_lower_case for readers of the spec such as
+  `vocab.recorded_spec`), special_tokens_map.json. Unigram ids can differ on exact score
+  ties (see the module docstring).
 
   Args:
     vocab: the vocab with its spec (`electra_tf.data.vocab.load_vocab`).
@@ -59,8 +64,8 @@ def write_hf_tokenizer(vocab: Vocab, directory: str, *, max_length: int = 512) -
     The paths written.
 
   Raises:
-    UserError: a SentencePiece BPE model, whose segmentation transformers' BPE does not
-      reproduce (see the message), or a model transformers cannot represent.
+    UserError: a SentencePiece model of type word or char, or one that marks words with a
+      trailing boundary (these have no `tokenizers` equivalent here).
   """
   kind = vocab.spec.kind
   if kind == SENTENCEPIECE:
@@ -104,20 +109,14 @@ def _model_proto(vocab: Vocab):
 
 
 def sentencepiece_tokenizer_json(vocab: Vocab) -> dict:
-  """The `tokenizers` library's tokenizer.json for a SentencePiece unigram vocab: our
-  lower-casing, then the model's normalization (precompiled charsmap) and whitespace rules,
-  Metaspace words, the Unigram pieces with their scores, and [CLS] A [SEP] (B [SEP])."""
+  """The `tokenizers` library's tokenizer.json for a SentencePiece vocab: our lower-casing,
+  then the model's normalization (precompiled charsmap) and whitespace rules, Metaspace
+  words, the Unigram pieces with their scores (or BPE merges), [CLS] A [SEP] (B [SEP])."""
   proto = _model_proto(vocab)
   trainer, norm = proto.trainer_spec, proto.normalizer_spec
-  if trainer.model_type == _BPE:
-    raise UserError(
-        f"{vocab.path} is a SentencePiece BPE model: transformers' BPE applies merges by "
-        "rank where sentencepiece picks the highest-scoring pair, and their segmentations "
-        "differ, so the Hugging Face tokenizer would not give this model's ids; export a "
-        "unigram model (electra-learn-vocab --kind=sentencepiece --model_type=unigram)")
-  if trainer.model_type != _UNIGRAM:
+  if trainer.model_type not in (_UNIGRAM, _BPE):
     raise UserError(f"{vocab.path} is a SentencePiece model of type {trainer.model_type} "
-                    "(word or char); only unigram models export to Hugging Face")
+                    "(word or char); only unigram and BPE models export to Hugging Face")
   if trainer.treat_whitespace_as_suffix or norm.escape_whitespaces is False:
     raise UserError(f"{vocab.path} does not mark words with a leading {METASPACE} "
                     "(treat_whitespace_as_suffix or no escape_whitespaces); transformers' "
@@ -150,9 +149,30 @@ def sentencepiece_tokenizer_json(vocab: Vocab) -> dict:
           "special_tokens": {CLS: {"id": CLS, "ids": [cls], "tokens": [CLS]},
                              SEP: {"id": SEP, "ids": [sep], "tokens": [SEP]}}},
       "decoder": {"type": "Metaspace", **metaspace},
-      "model": {"type": "Unigram", "unk_id": vocab.unk_id, "vocab": pieces,
+      "model": _bpe(proto, vocab) if trainer.model_type == _BPE else
+               {"type": "Unigram", "unk_id": vocab.unk_id, "vocab": pieces,
                 "byte_fallback": bool(trainer.byte_fallback)},
   }
+
+
+def _bpe(proto, vocab: Vocab) -> dict:
+  """The BPE model of a SentencePiece BPE proto. sentencepiece merges, at each step, the
+  adjacent pair whose concatenation is the highest-scoring piece; `tokenizers` merges the
+  pair of lowest rank: so every split of a normal piece into two normal pieces is a merge,
+  ranked by the piece's score (as transformers' SentencePieceExtractor derives them)."""
+  ids = {p.piece: i for i, p in enumerate(proto.pieces)}
+  normal = {p.piece: p.score for p in proto.pieces if p.type == 1}
+  merges = []
+  for piece, score in normal.items():
+    for cut in range(1, len(piece)):
+      left, right = piece[:cut], piece[cut:]
+      if left in normal and right in normal:
+        merges.append((-score, ids[left], ids[right], left, right))
+  merges.sort()
+  return {"type": "BPE", "dropout": None, "unk_token": vocab.tokens[vocab.unk_id],
+          "continuing_subword_prefix": None, "end_of_word_suffix": None, "fuse_unk": True,
+          "byte_fallback": bool(proto.trainer_spec.byte_fallback), "ignore_merges": False,
+          "vocab": ids, "merges": [[m[3], m[4]] for m in merges]}
 
 
 def _special(token: str, type_id: int) -> dict:
