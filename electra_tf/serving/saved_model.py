@@ -76,6 +76,7 @@ def serving_module(checkpoint: str, task: str):
   model, record = load_finetuned(model_dir)
   if task and task != record["task"]:
     raise UserError(f"{checkpoint} was fine-tuned for {record['task']}, not {task}")
+  sources.refuse_tagging(record, checkpoint)
   vocab = sources.finetuned_vocab(model_dir, record)
   config = record["finetune"]
   if record["task"].startswith("squad"):
