@@ -140,7 +140,7 @@ def _classifier_run(minilm: str, root: str):
   model = build_finetune_model(model_for_task(config, source.config.model, 2))
   converter.restore_into(source, discriminator=model.encoder)
   record = {"task": "classification", "encoder": source.config.model.to_dict(),
-            "finetune": config.to_dict(), "lower_case": True,
+            "finetune": config.to_dict(),
             "spec": dataclasses.asdict(classification_data.MOVIE_REVIEWS)}
   save_finetuned(model, record, source.vocab_path, os.path.join(root, "run", "best"))
   return model, os.path.join(root, "run")
@@ -150,7 +150,7 @@ def export_all(root: str) -> tuple[list[dict], dict[str, np.ndarray], str]:
   """Writes every artifact under `root`; (rows, our Keras outputs, the sentence)."""
   import tensorflow as tf
 
-  from electra_tf.data.tokenizer import WordPieceTokenizer
+  from electra_tf.data.tokenizer import make_tokenizer
   from electra_tf.serving import exporters, onnx_export, saved_model, sources, tflite_export
   from electra_tf.serving import text as serving_text
   from electra_tf.tasks import classification_data
@@ -159,7 +159,7 @@ def export_all(root: str) -> tuple[list[dict], dict[str, np.ndarray], str]:
   encoder = sources.load_encoder(minilm)
   classifier, run_dir = _classifier_run(minilm, root)
   sentence = classification_data.movie_reviews(seed=0)[2][0].texts[0]
-  feed = serving_text.pack_sentences(WordPieceTokenizer(encoder.vocab_path),
+  feed = serving_text.pack_sentences(make_tokenizer(encoder.vocab),
                                      [tf.constant([sentence])], SEQ_LENGTH, 101, 102)
   np.savez(os.path.join(root, "inputs.npz"), **{k: feed[k].numpy() for k in ID_KEYS})
   reference = {"encoder": encoder.encoder(feed, training=False).numpy(),

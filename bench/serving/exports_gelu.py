@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from electra_tf.data import builtin  # noqa: E402
-from electra_tf.data.tokenizer import WordPieceTokenizer  # noqa: E402
+from electra_tf.data.tokenizer import make_tokenizer  # noqa: E402
 from electra_tf.serving import keras_hub_preset, sources  # noqa: E402
 from electra_tf.tasks import classification_data, squad_data  # noqa: E402
 
@@ -41,7 +41,7 @@ def main() -> None:
   rows = [classification_data.Example((e.question, e.context), 0)
           for e in examples[:args.examples]]
   pair = dataclasses.replace(classification_data.MOVIE_REVIEWS, text_columns=("q", "c"))
-  enc = classification_data.encode(rows, WordPieceTokenizer(source.vocab_path),
+  enc = classification_data.encode(rows, make_tokenizer(source.vocab),
                                    args.max_seq_length, pair)
   inputs = {k: enc[k] for k in ("input_ids", "input_mask", "segment_ids")}
   ours = source.encoder({k: tf.constant(v) for k, v in inputs.items()}, training=False).numpy()

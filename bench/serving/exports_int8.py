@@ -79,7 +79,7 @@ def main() -> None:
                              batch_size=64, verbose=0)["logits"].argmax(-1)
   with tempfile.TemporaryDirectory() as tmp:
     record = {"task": "classification", "encoder": model.encoder_config.to_dict(),
-              "finetune": config.to_dict(), "spec": dataclasses.asdict(spec), "lower_case": True}
+              "finetune": config.to_dict(), "spec": dataclasses.asdict(spec)}
     save_finetuned(model, record, loaded.vocab_path, os.path.join(tmp, "run", "best"))
     out = os.path.join(tmp, "tflite")
     tflite_export.export(sources.load_task(os.path.join(tmp, "run"), "tflite"), out)

@@ -69,7 +69,7 @@ def export_ours(workdir: str) -> str:
   model = build_finetune_model(model_for_task(config, source.config.model, 2))
   converter.restore_into(source, discriminator=model.encoder)
   record = {"task": "classification", "encoder": source.config.model.to_dict(),
-            "finetune": config.to_dict(), "lower_case": True,
+            "finetune": config.to_dict(),
             "spec": {"name": "bench", "text_columns": ["text"], "label_column": "label",
                      "label_names": ["negative", "positive"], "metrics": ["accuracy"],
                      "main_metric": "accuracy"}}
