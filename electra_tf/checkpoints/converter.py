@@ -31,8 +31,9 @@ from electra_tf.checkpoints.source import (
   merge,
 )
 from electra_tf.config import PretrainConfig
+from electra_tf.data.vocab import Vocab, copy_vocab, load_vocab
 from electra_tf.errors import UserError
-from electra_tf.filenames import CKPT_NAME, CONFIG_NAME, TF1_STATE_NAME, VOCAB_NAME
+from electra_tf.filenames import CKPT_NAME, CONFIG_NAME, TF1_STATE_NAME
 from electra_tf.model import networks
 
 
@@ -191,14 +192,21 @@ def _networks(loaded: Loaded) -> dict:
   return models
 
 
+def _vocab(loaded: Loaded) -> Vocab | None:
+  """The vocab found with the checkpoint and its spec: recorded beside it (ours, or a Hugging
+  Face tokenizer_config.json), else inferred from its tokens and said in one line."""
+  return load_vocab(loaded.vocab_path) if loaded.vocab_path else None
+
+
 def save(loaded: Loaded, output_dir: str, *, overwrite: bool = False) -> str:
-  """Write our converted format: config.json + ckpt (+ vocab.txt).
+  """Write our converted format: config.json + ckpt (+ vocab.txt or spm.model, its spec beside).
 
   The checkpoint is `Checkpoint(model=Checkpoint(generator=..., discriminator=...))`: the
   object paths of a pretraining checkpoint, so `restore_into` and a plain
   `tf.train.Checkpoint(model=pretrainer).restore(...)` read it alike.
   """
   models = _networks(loaded)
+  vocab = _vocab(loaded)
 
   def write(tmp: str) -> None:
     tf.train.Checkpoint(model=tf.train.Checkpoint(**models)).write(
@@ -206,15 +214,17 @@ def save(loaded: Loaded, output_dir: str, *, overwrite: bool = False) -> str:
     fileio.write_text(os.path.join(tmp, CONFIG_NAME), json.dumps(
         {"pretrain": loaded.config.to_dict(), "converted_from": loaded.report.source},
         indent=2, sort_keys=True))
-    if loaded.vocab_path:
-      fileio.copy(loaded.vocab_path, os.path.join(tmp, VOCAB_NAME))
+    if vocab is not None:  # vocab.txt or spm.model, with the spec it was read with
+      copy_vocab(vocab, tmp)
 
   return _write_dir(output_dir, overwrite, write, CONFIG_NAME)
 
 
 def export_hf(loaded_or_path: Loaded | str, output_dir: str, *, overwrite: bool = False) -> str:
   """Write Hugging Face folders: output_dir/discriminator (ElectraForPreTraining) and
-  output_dir/generator (ElectraForMaskedLM), each config.json + model.safetensors.
+  output_dir/generator (ElectraForMaskedLM), each config.json + model.safetensors and, with
+  a vocab, its tokenizer files written from the vocab's spec (`hf_tokenizer`), so that
+  AutoTokenizer on either folder gives our ids.
 
   Args:
     loaded_or_path: a Loaded, or anything `load` reads.
@@ -223,11 +233,11 @@ def export_hf(loaded_or_path: Loaded | str, output_dir: str, *, overwrite: bool 
   loaded = loaded_or_path if isinstance(loaded_or_path, Loaded) else load(loaded_or_path)
   models = _networks(loaded)
   tensors = names.extract(loaded.generator, loaded.discriminator)
+  vocab = _vocab(loaded)
 
   def write(tmp: str) -> None:
     for network, model in models.items():
-      hf.write_hf_folder(os.path.join(tmp, network), tensors, model.config, network,
-                         loaded.vocab_path)
+      hf.write_hf_folder(os.path.join(tmp, network), tensors, model.config, network, vocab)
 
   return _write_dir(output_dir, overwrite, write, hf.CONFIG_NAME)
 

@@ -5,16 +5,15 @@ from __future__ import annotations
 import io
 import json
 import os
-import re
 
 import numpy as np
 
 from electra_tf import fileio
-from electra_tf.checkpoints import names
+from electra_tf.checkpoints import hf_tokenizer, names
 from electra_tf.checkpoints.source import Source, as_float32, find_vocab, pretrain_config
 from electra_tf.config import ConfigError, EncoderConfig
+from electra_tf.data.vocab import Vocab
 from electra_tf.errors import UserError, check_field_types
-from electra_tf.filenames import VOCAB_NAME
 
 CONFIG_NAME = "config.json"  # Hugging Face's name, not ours (filenames.CONFIG_NAME)
 SAFETENSORS = "model.safetensors"
@@ -188,9 +187,14 @@ def read_hf(path: str) -> Source:
     model_config = pretrain_config(encoder, encoder, objective="mlm")
   else:
     model_config = pretrain_config(encoder)
+  vocab_path, notes = find_vocab(path), []
+  if vocab_path is None:
+    vocab_path = hf_tokenizer.wordpiece_from_tokenizer_json(path)
+    if vocab_path:
+      notes.append(f"the vocab came from {hf_tokenizer.TOKENIZER_JSON} (no vocab.txt)")
   return Source("hf", path, model_config, has_generator=is_generator,
                 has_discriminator=not is_generator, tensors=tensors, names=source_names,
-                extra=extra, vocab_path=find_vocab(path),
+                extra=extra, vocab_path=vocab_path, notes=notes,
                 rename=lambda name: _hf_name(name, prefix))
 
 
@@ -221,15 +225,17 @@ def hf_config(encoder: EncoderConfig, architecture: str) -> dict:
 
 
 def write_hf_folder(directory: str, tensors: dict[str, np.ndarray], encoder: EncoderConfig,
-                    network: str, vocab_path: str | None) -> None:
-  """Write one HF folder (config.json + model.safetensors [+ vocab]) from canonical tensors.
+                    network: str, vocab: Vocab | None) -> None:
+  """Write one HF folder (config.json + model.safetensors [+ tokenizer files]) from canonical
+  tensors.
 
   Args:
     directory: a new, empty folder.
     tensors: canonical tensors of this network (and the shared embeddings).
     encoder: this network's sizes.
     network: "discriminator" (ElectraForPreTraining) or "generator" (ElectraForMaskedLM).
-    vocab_path: copied as vocab.txt when given.
+    vocab: when given, its tokenizer files (`hf_tokenizer.write_hf_tokenizer`: vocab.txt or
+      spm.model with tokenizer_config.json from its spec), so that AutoTokenizer gives our ids.
   """
   from safetensors.numpy import save_file
 
@@ -251,9 +257,6 @@ def write_hf_folder(directory: str, tensors: dict[str, np.ndarray], encoder: Enc
   save_file(state, os.path.join(directory, SAFETENSORS), metadata={"format": "pt"})
   fileio.write_text(os.path.join(directory, CONFIG_NAME),
                     json.dumps(hf_config(encoder, architecture), indent=2, sort_keys=True))
-  if vocab_path:
-    vocab = fileio.read_text(vocab_path)
-    fileio.write_text(os.path.join(directory, VOCAB_NAME), vocab)
-    lower = not re.search(r"[A-Z]", re.sub(r"\[[A-Z]+\]", "", vocab))
-    fileio.write_text(os.path.join(directory, "tokenizer_config.json"), json.dumps(
-        {"tokenizer_class": "ElectraTokenizer", "do_lower_case": lower}, indent=2))
+  if vocab is not None:
+    hf_tokenizer.write_hf_tokenizer(vocab, directory,
+                                    max_length=encoder.max_position_embeddings)

@@ -24,7 +24,8 @@ import base64
 import json
 
 from electra_tf import fileio
-from electra_tf.data.tokenizer_spec import SENTENCEPIECE
+from electra_tf.data import tokenizer_spec as spec_lib
+from electra_tf.data.tokenizer_spec import SENTENCEPIECE, WORDPIECE, TokenizerSpec
 from electra_tf.data.vocab import CLS, MASK, PAD, SEP, SPECIAL_TOKENS, UNK, VOCAB_NAMES, Vocab
 from electra_tf.errors import UserError
 
@@ -88,6 +89,52 @@ def write_hf_tokenizer(vocab: Vocab, directory: str, *, max_length: int = 512) -
     fileio.write_text(path, json.dumps(content, indent=2, ensure_ascii=False) + "\n")
     written.append(path)
   return written
+
+
+def wordpiece_from_tokenizer_json(directory: str) -> str | None:
+  """The WordPiece vocab of a folder that holds it only in tokenizer.json (transformers 5
+  saves no vocab.txt), written as vocab.txt with its spec beside it in a new temporary
+  folder; its path, or None when the folder has no WordPiece tokenizer.json.
+
+  The spec is the one transformers uses: tokenizer_config.json's settings (transformers 5
+  rebuilds the normalizer from them), else the BertNormalizer's in tokenizer.json.
+  """
+  import tempfile
+
+  file = fileio.join(directory, TOKENIZER_JSON)
+  if not fileio.isfile(file):
+    return None
+  try:
+    data = json.loads(fileio.read_text(file))
+  except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    raise UserError(f"{file} is not valid JSON ({e})") from None
+  model = data.get("model") if isinstance(data, dict) else None
+  if not isinstance(model, dict) or model.get("type") != "WordPiece":
+    return None
+  ids = model.get("vocab") or {}
+  tokens = sorted(ids, key=ids.get)
+  if sorted(ids.values()) != list(range(len(tokens))):
+    raise UserError(f"{file}: the WordPiece ids are not 0..{len(tokens) - 1}; save the "
+                    "tokenizer with a vocab.txt")
+  normalizer = data.get("normalizer") or {}
+  settings = {}
+  if normalizer.get("type") == "BertNormalizer":
+    settings = {"do_lower_case": normalizer.get("lowercase", True),
+                "strip_accents": normalizer.get("strip_accents"),
+                "tokenize_chinese_chars": normalizer.get("handle_chinese_chars", True)}
+  config_file = fileio.join(directory, TOKENIZER_CONFIG)
+  if fileio.isfile(config_file):
+    try:
+      config = json.loads(fileio.read_text(config_file))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+      raise UserError(f"{config_file} is not valid JSON ({e})") from None
+    keys = TokenizerSpec().hf_settings()
+    settings.update({k: v for k, v in config.items() if k in keys})
+  spec = TokenizerSpec.from_hf_settings(settings, WORDPIECE)
+  path = fileio.join(tempfile.mkdtemp(prefix="electra_tf_hf_vocab_"), VOCAB_NAMES[WORDPIECE])
+  fileio.write_text(path, "".join(f"{token}\n" for token in tokens))
+  spec_lib.write_spec(spec, path)
+  return path
 
 
 def _id(vocab: Vocab, token: str) -> int:

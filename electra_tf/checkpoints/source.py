@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from electra_tf import fileio
 from electra_tf.checkpoints.names import EMBEDDINGS, HEADS
 from electra_tf.config import (
   ConfigError,
@@ -19,8 +18,8 @@ from electra_tf.config import (
   default_num_heads,
   generator_config,
 )
+from electra_tf.data.vocab import find_vocab_file
 from electra_tf.errors import UserError
-from electra_tf.filenames import VOCAB_NAME
 
 if TYPE_CHECKING:  # the model is built by the converter, not here
   from electra_tf.model import networks
@@ -38,7 +37,7 @@ class Source:
     tensors: {canonical name: float32 array in the canonical (TF1) layout}.
     names: {canonical name: the tensor's name in the source}, for error messages.
     extra: source tensors with no counterpart (optimizer slots, poolers, other heads).
-    vocab_path: a vocab.txt found with the weights, or None.
+    vocab_path: the vocab (vocab.txt or spm.model) found with the weights, or None.
     networks: (generator, discriminator) already built and restored (our own formats).
     notes: facts worth printing (e.g. a head missing from the source).
     rename: the source's name for a canonical name it lacks (error messages).
@@ -91,7 +90,7 @@ class Loaded:
       source has no generator, config.generator is the derived default and `generator` is None.
     generator: the built Generator, or None.
     discriminator: the built Discriminator, or None (a lone MLM / ElectraForMaskedLM).
-    vocab_path: vocab.txt found with the weights, or None.
+    vocab_path: the vocab (vocab.txt or spm.model) found with the weights, or None.
     source: "hf", "tf1", "converted", "model_dir" or "discriminator_export".
     report: what the restore did.
   """
@@ -105,10 +104,11 @@ class Loaded:
 
 
 def find_vocab(*directories: str) -> str | None:
-  """The first vocab.txt in `directories`."""
+  """The first vocab in `directories`: a WordPiece vocab.txt or a SentencePiece spm.model
+  (`vocab.find_vocab_file`); its spec is read with it by `vocab.load_vocab`."""
   for directory in directories:
-    path = fileio.join(directory, VOCAB_NAME)
-    if fileio.isfile(path):
+    path = find_vocab_file(directory)
+    if path:
       return path
   return None
 
