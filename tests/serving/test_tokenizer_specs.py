@@ -81,7 +81,7 @@ def test_saved_model_raw_text_gives_the_python_tokenizers_ids(vocabs, tmp_path, 
   assert served["input_ids"].numpy().tolist() == _want_ids(vocab, TEXTS, SEQ)
 
 
-@pytest.mark.parametrize("name", ["cased", "no_strip", "sentencepiece"])
+@pytest.mark.parametrize("name", ["no_strip", "sentencepiece"])  # what BertTokenizer cannot
 def test_tfhub_preprocessor_tokenizes_with_the_spec(vocabs, tmp_path, name):
   vocab = vocabs[name]
   tfhub.write_preprocessor(vocab, str(tmp_path / "pre"), seq_length=SEQ)
