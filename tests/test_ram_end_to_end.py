@@ -121,7 +121,8 @@ def test_build_pretrain_resume_export_and_finetune_all_on_ram(tmp_path, monkeypa
   assert tf.io.gfile.glob(f"{model_dir}/{filenames.TRAIN_LOGS}/events.out.tfevents.*")
   export = f"{model_dir}/{filenames.DISCRIMINATOR_SUBDIR}"
   assert sorted(tf.io.gfile.listdir(export)) == sorted(
-      ["ckpt.data-00000-of-00001", "ckpt.index", "config.json", "vocab.txt"])
+      ["ckpt.data-00000-of-00001", "ckpt.index", "config.json", "vocab.txt",
+       "vocab.tokenizer.json"])
 
   # Fine-tuning from the export, its vocab and table on ram://; then a SavedModel.
   def finetune_config(num_layers):

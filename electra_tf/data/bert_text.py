@@ -30,23 +30,13 @@ _DELETE, _KEEP, _CJK = 0, 1, 2
 _SPACE = 32
 
 
-def _is_cjk(cp: int) -> bool:
-  return any(lo <= cp <= hi for lo, hi in CJK_RANGES)
-
-
 def _is_deleted(char: str) -> bool:
   # Unassigned code points (Cn) stay, as in transformers' Rust normalizer.
   return char in "\x00\ufffd" or (unicodedata.category(char) in ("Cc", "Cf", "Co", "Cs")
                                    and char not in "\t\n\r")
 
 
-def _is_punctuation(cp: int) -> bool:
-  if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
-    return True
-  return unicodedata.category(chr(cp)).startswith("P")
-
-
-def _runs(values: list[int]) -> tuple[np.ndarray, np.ndarray]:
+def _runs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
   """(starts, values) of the runs of equal values in `values` indexed by code point."""
   array = np.asarray(values, np.int32)
   starts = np.flatnonzero(np.concatenate([[True], array[1:] != array[:-1]]))
@@ -71,31 +61,51 @@ class CharTables(NamedTuple):
   mapped_values: np.ndarray
 
 
+# Ideograph blocks that neither lower-casing nor NFD changes: skipped when building tables.
+_UNCHANGED_IDEOGRAPHS = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2FFFF))
+
+
+def _normalized(char: str, lower_case: bool, strip_accents: bool) -> str:
+  if char.isspace():
+    return " "
+  if strip_accents:
+    char = "".join(c for c in unicodedata.normalize("NFD", char)
+                   if unicodedata.category(c) != "Mn")
+  return char.lower() if lower_case else char
+
+
 @functools.lru_cache(maxsize=8)
 def char_tables(lower_case: bool, strip_accents: bool, split_cjk: bool) -> CharTables:
-  """The tables for one combination of settings (about a second to build, then cached)."""
-  classes, punct = [], []
+  """The tables for one combination of settings (built in about a second, then cached)."""
+  classes = np.full(0x110000, _KEEP, np.int32)
+  punct = np.zeros(0x110000, np.int32)
+  punct[[33 + i for i in range(15)] + list(range(58, 65)) + list(range(91, 97))
+        + list(range(123, 127))] = 1
+  skip = np.zeros(0x110000, bool)
+  for lo, hi in _UNCHANGED_IDEOGRAPHS:
+    skip[lo:hi + 1] = True
+  skip[0xF900:0xFB00] = False  # compatibility ideographs decompose
+  skip[0x2F800:0x2FA20] = False
   keys, splits, values = [], [0], []
   for cp in range(0x110000):
     char = chr(cp)
-    punct.append(int(_is_punctuation(cp)))
+    category = unicodedata.category(char)
+    if category == "Cn" or skip[cp]:
+      continue  # unassigned, or an ideograph that stays as it is
+    if category[0] == "P":
+      punct[cp] = 1
     if _is_deleted(char):
-      classes.append(_DELETE)
+      classes[cp] = _DELETE
       continue
-    classes.append(_CJK if split_cjk and _is_cjk(cp) else _KEEP)
-    if char.isspace():
-      out = " "
-    else:
-      out = char
-      if strip_accents:
-        out = "".join(c for c in unicodedata.normalize("NFD", out)
-                      if unicodedata.category(c) != "Mn")
-      if lower_case:
-        out = out.lower()
+    out = _normalized(char, lower_case, strip_accents)
     if out != char:
       keys.append(cp)
       values.extend(ord(c) for c in out)
       splits.append(len(values))
+  if split_cjk:
+    for lo, hi in CJK_RANGES:
+      classes[lo:hi + 1] = _CJK
+  classes[[0, 0xFFFD]] = _DELETE
   class_starts, class_values = _runs(classes)
   punct_starts, punct_values = _runs(punct)
   return CharTables(class_starts, class_values, punct_starts, punct_values,

@@ -131,8 +131,9 @@ class SentencePieceTokenizer(tf.Module):
     self.dtype = tf.as_dtype(dtype)
     from electra_tf import fileio
 
+    # tf.text's op returns int32 ids only; _cast gives the requested dtype.
     self._model = tf_text.SentencepieceTokenizer(
-        model=fileio.read_bytes(self.vocab.path), out_type=self.dtype)
+        model=fileio.read_bytes(self.vocab.path), out_type=tf.int32)
     # Words for tagging are what BERT's basic tokenizer splits, without normalization.
     self._basic = BasicTokenizer(False, False, True)
 
@@ -140,25 +141,28 @@ class SentencePieceTokenizer(tf.Module):
     texts = tf.convert_to_tensor(texts, tf.string)
     return tf.strings.lower(texts, encoding="utf-8") if self.spec.lower_case else texts
 
+  def _cast(self, ids: tf.RaggedTensor) -> tf.RaggedTensor:
+    return tf.cast(ids, self.dtype) if self.dtype != tf.int32 else ids
+
   def split_words(self, texts: tf.Tensor | list[str]) -> Words:
     return self._basic.split(texts)
 
   def tokenize_words(self, texts):
     words = self.split_words(texts)
-    ids = self._model.tokenize(self._prepare(words.strings))
+    ids = self._cast(self._model.tokenize(self._prepare(words.strings)))
     starts, ends = words.spans()
     return words.batched(ids), words.batched(starts), words.batched(ends)
 
   def tokenize(self, texts: tf.Tensor | list[str]) -> tf.RaggedTensor:
-    return self._model.tokenize(self._prepare(texts))
+    return self._cast(self._model.tokenize(self._prepare(texts)))
 
   def tokenize_with_offsets(self, texts):
     """(ids, starts, ends) [B, (tokens)] with byte offsets into the (lower-cased) input."""
     ids, starts, ends = self._model.tokenize_with_offsets(self._prepare(texts))
-    return ids, tf.cast(starts, tf.int64), tf.cast(ends, tf.int64)
+    return self._cast(ids), tf.cast(starts, tf.int64), tf.cast(ends, tf.int64)
 
   def detokenize(self, ids: tf.Tensor | tf.RaggedTensor) -> tf.Tensor:
-    return self._model.detokenize(ids)
+    return self._model.detokenize(tf.cast(ids, tf.int32))
 
   def ids_to_tokens(self, ids: list[int]) -> list[str]:
     return [self.vocab.tokens[i] for i in ids]
