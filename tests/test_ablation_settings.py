@@ -1,4 +1,5 @@
-"""bench/quality/ablation.py's changed miniatures: overrides reach the config and guard the ledger."""
+"""bench/quality/ablation.py's changed miniatures: overrides reach the config and guard the
+ledger."""
 
 import json
 import os

@@ -1,6 +1,6 @@
 r"""Data building throughput: MB/s of raw text turned into WordPiece TFRecords.
 
-  python bench/data/build_data.py                      # all 442 SQuAD train articles, 1 and 2 workers
+  python bench/data/build_data.py               # all 442 SQuAD train articles, 1 and 2 workers
   python bench/data/build_data.py --workers=1 --max_articles=100
 
 Uses the built-in corpus (the SQuAD v1.1 train contexts from the installed package, one

@@ -240,7 +240,8 @@ def main():
   parser.add_argument("--weight_decay", type=float, default=0.01)
   parser.add_argument("--seed", type=int, default=0)
   parser.add_argument("--no_dropout", action="store_true",
-                      help="dropout 0 everywhere (for bench/finetune/squad_same_order.py comparisons)")
+                      help="dropout 0 everywhere (for bench/finetune/squad_same_order.py "
+                           "comparisons)")
   parser.add_argument("--bf16", action="store_true", help="torch.autocast bfloat16 on the CPU")
   parser.add_argument("--threads", type=int, default=2)
   parser.add_argument("--log_steps", type=int, default=25)

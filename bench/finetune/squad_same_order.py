@@ -1,8 +1,9 @@
 r"""SQuAD parity with the randomness taken out: our model and train step, fed the batches of
 bench/finetune/finetune_transformers.py in its exact order and started from its exact QA head.
 
-  python bench/finetune/squad_same_order.py --seed=0 --no_dropout      # compare: finetune_transformers.py
-  python bench/finetune/squad_same_order.py --seed=0                   #   --seed=0 (with --no_dropout)
+  python bench/finetune/squad_same_order.py --seed=0 --no_dropout
+  python bench/finetune/squad_same_order.py --seed=0
+  (compare: finetune_transformers.py --seed=0, with --no_dropout for the first)
 
 finetune_transformers.py shuffles with numpy (`--seed`) and initialises its QA head with torch's
 generator seeded the same way; this script rebuilds both, so the two runs differ only in the

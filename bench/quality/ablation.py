@@ -4,8 +4,9 @@ r"""The ELECTRA paper's ablations in miniature: pretrain each arm, fine-tune it,
   python bench/quality/ablation.py --study=generator_size   # Figure 3 (left)
   python bench/quality/ablation.py --study=sharing          # weight tying, plus GDES
   python bench/quality/ablation.py --study=objectives --quick --workdir=/tmp/ablation  # toy budget
-  python bench/quality/ablation.py --study=objectives --arms=electra,mlm --steps=12000 --final_only \
-      --workdir=~/.cache/electra_tf/ablation_2x --results_dir=bench/results/ablation/budget_2x
+  python bench/quality/ablation.py --study=objectives --arms=electra,mlm --steps=12000 \
+      --final_only --workdir=~/.cache/electra_tf/ablation_2x \
+      --results_dir=bench/results/ablation/budget_2x
 
 Every arm pretrains the same discriminator (MINIATURE) from scratch on the built-in corpus
 (the Wikipedia paragraphs of SQuAD v1.1 train) with a WordPiece vocab learned from that
@@ -212,6 +213,7 @@ def prepare_data(workdir: str, ledger_root: str, quick: bool, log=print,
   The vocab lives in the ledger, so every machine that resumes a study reads the same one.
   """
   from electra_tf.data import builtin, pretraining_data, vocab  # noqa: PLC0415
+  from electra_tf.data.tokenizer_spec import TokenizerSpec  # noqa: PLC0415
 
   corpus = builtin.builtin_corpus(builtin.default_cache_dir(),
                                   max_articles=QUICK_ARTICLES if quick else None)
@@ -219,8 +221,9 @@ def prepare_data(workdir: str, ledger_root: str, quick: bool, log=print,
   if not os.path.exists(vocab_path):
     os.makedirs(ledger_root, exist_ok=True)
     start = time.time()
+    # BERT's uncased WordPiece settings, as the committed ledger's vocab was learned with.
     learned = vocab.learn_vocab(corpus, QUICK_VOCAB if quick else VOCAB_SIZE,
-                                output_path=vocab_path)
+                                TokenizerSpec(), output_path=vocab_path)
     log(f"learned a {learned.size}-token vocab in {time.time() - start:.0f}s")
   default_len = (QUICK if quick else MINIATURE)["max_seq_length"]
   seq_len = seq_len or default_len

@@ -12,8 +12,8 @@ with bias correction, weight decay 0.01, global-norm clipping at 1.0, and a line
 then linear decay to 0. The reference is `official.nlp.modeling.networks.BertEncoderV2` with
 `layers.MaskedLM` tied to its word embeddings. What differs is only the network's code, so the
 loss curves say whether ours learns as a reference BERT does at this scale, and the attention
-printed at the end (bench/quality/probe_encoder.py's statistics on TREC questions) says whether either
-has learned to look at neighbouring tokens.
+printed at the end (bench/quality/probe_encoder.py's statistics on TREC questions) says
+whether either has learned to look at neighbouring tokens.
 
 --data=chain swaps the text for synthetic sequences that only attention to neighbours can
 predict (see chain_dataset), to measure how many steps a configuration needs before it

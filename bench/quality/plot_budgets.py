@@ -1,6 +1,6 @@
 r"""ELECTRA against MLM across the ablation ledgers' budgets: a table and a PNG.
 
-  python bench/quality/plot_budgets.py                      # writes bench/results/ablation/budgets.png
+  python bench/quality/plot_budgets.py        # writes bench/results/ablation/budgets.png
 
 Reads the finished rows of the objectives-study ledgers under bench/results/ablation (the
 study itself with its checkpoints at 25/50/75%, and the runs at other budgets, other

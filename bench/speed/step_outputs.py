@@ -2,8 +2,10 @@ r"""Whether two versions of the pretraining step compute the same thing, within 
 tolerance: the losses, the gradients and the weights after one AdamW update.
 
   # in each code tree (the first run writes the shared initial weights, the second reads them)
-  python bench/speed/step_outputs.py save --weights=/tmp/w.npz --out=/tmp/old.npz --precision=bfloat16
-  python bench/speed/step_outputs.py save --weights=/tmp/w.npz --out=/tmp/new.npz --precision=bfloat16
+  python bench/speed/step_outputs.py save --weights=/tmp/w.npz --out=/tmp/old.npz \
+      --precision=bfloat16
+  python bench/speed/step_outputs.py save --weights=/tmp/w.npz --out=/tmp/new.npz \
+      --precision=bfloat16
   python bench/speed/step_outputs.py compare /tmp/new.npz /tmp/old.npz --weights=/tmp/w.npz
 
 The small preset at batch 8 on bench/speed/pretrain_step.py's synthetic batch, the dropout masks

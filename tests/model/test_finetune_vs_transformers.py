@@ -39,7 +39,8 @@ def _batches(seed=0):
 
 
 def _transformers_losses(model, batches, learning_rate, warmup):
-  """The reference loop of bench/finetune/finetune_transformers.py, padding masked out of the loss."""
+  """The reference loop of bench/finetune/finetune_transformers.py, padding masked out of the
+  loss."""
   no_decay = ("bias", "LayerNorm.weight")
   groups = [{"params": [p for n, p in model.named_parameters() if not n.endswith(no_decay)],
              "weight_decay": 0.01},
