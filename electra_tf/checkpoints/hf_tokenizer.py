@@ -36,6 +36,14 @@ METASPACE = "\u2581"  # SentencePiece's word-boundary mark
 _SPECIAL_KEYS = {"unk_token": UNK, "sep_token": SEP, "pad_token": PAD, "cls_token": CLS,
                  "mask_token": MASK}
 _INPUT_NAMES = ["input_ids", "token_type_ids", "attention_mask"]
+# ICU's Final_Sigma condition: a cased letter before (possibly one case-ignorable character
+# between), none after (case-ignorable characters may come first). Measured against
+# tf.strings.lower on 3,000 random strings of Greek letters, marks, apostrophes and dots:
+# 15 differ, all with two or more case-ignorable characters between a letter and Σ.
+_CASED = r"[\p{Lu}\p{Ll}\p{Lt}]"
+_CASE_IGNORABLE = r"[\p{Mn}\p{Me}\p{Cf}\p{Lm}\p{Sk}'.:\u00b7\u2019\u00ad]"
+_FINAL_SIGMA = (f"(?<={_CASED}|{_CASED}{_CASE_IGNORABLE})\u03a3"
+                f"(?!{_CASE_IGNORABLE}*{_CASED})")
 # sentencepiece ModelProto.TrainerSpec.ModelType
 _UNIGRAM, _BPE = 1, 2
 
@@ -170,7 +178,10 @@ def sentencepiece_tokenizer_json(vocab: Vocab) -> dict:
                     "Metaspace cannot reproduce it")
   steps: list[dict] = []
   if vocab.spec.lower_case:
-    steps.append({"type": "Lowercase"})
+    # Ours lower-cases with ICU (tf.strings.lower), whose Σ at the end of a word becomes ς;
+    # `tokenizers` lower-cases letter by letter (σ), so that Σ is replaced first.
+    steps += [{"type": "Replace", "pattern": {"Regex": _FINAL_SIGMA}, "content": "ς"},
+              {"type": "Lowercase"}]
   if norm.precompiled_charsmap:
     steps.append({"type": "Precompiled", "precompiled_charsmap":
                   base64.b64encode(norm.precompiled_charsmap).decode("ascii")})

@@ -22,6 +22,7 @@ TEXTS = [
     "1½ cups and ¼ inch; ﬁne ligatures™",
     "control\x07chars and zero\u200bwidth",
     "  leading and trailing spaces  ",
+    "Η ΕΛΛΗΝΙΚΗ ΔΗΜΟΚΡΑΤΙΑ ΣΑΣ ΚΑΛΩΣ ΟΡΙΖΕΙ: ο πρόεδρος της Βουλής.",  # final sigma
 ]
 HELD_OUT = [
     "Newton was limited by Denver's defense, which sacked him seven times.",
