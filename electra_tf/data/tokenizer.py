@@ -157,9 +157,20 @@ class SentencePieceTokenizer(tf.Module):
     return self._cast(self._model.tokenize(self._prepare(texts)))
 
   def tokenize_with_offsets(self, texts):
-    """(ids, starts, ends) [B, (tokens)] with byte offsets into the (lower-cased) input."""
-    ids, starts, ends = self._model.tokenize_with_offsets(self._prepare(texts))
-    return self._cast(ids), tf.cast(starts, tf.int64), tf.cast(ends, tf.int64)
+    """(ids, starts, ends) [B, (tokens)] with byte offsets into the (lower-cased) input.
+
+    A piece that begins a word ("▁word") covers the space before it in SentencePiece's
+    offsets; its start here is the word's first byte, so spans slice words as WordPiece's do.
+    """
+    prepared = self._prepare(texts)
+    ids, starts, ends = self._model.tokenize_with_offsets(prepared)
+    starts, ends = tf.cast(starts, tf.int64), tf.cast(ends, tf.int64)
+    text = tf.gather(prepared, starts.value_rowids())
+    span = tf.strings.substr(text, starts.values, ends.values - starts.values)
+    stripped = tf.strings.regex_replace(span, r"^\s+", "")
+    lead = tf.strings.length(span) - tf.strings.length(stripped)
+    lead = tf.where(tf.strings.length(stripped) > 0, tf.cast(lead, tf.int64), 0)
+    return self._cast(ids), starts.with_values(starts.values + lead), ends
 
   def detokenize(self, ids: tf.Tensor | tf.RaggedTensor) -> tf.Tensor:
     return self._model.detokenize(tf.cast(ids, tf.int32))

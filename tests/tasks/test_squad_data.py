@@ -54,6 +54,26 @@ def test_answer_maps_to_tokens_and_back(tokenizer, context, answer):
   assert feature.token_char_starts[first] == 0
 
 
+def test_sentencepiece_answers_map_to_their_words(tmp_path):
+  from electra_tf.data import builtin
+  from electra_tf.data.tokenizer import make_tokenizer
+  from electra_tf.data.vocab import learn_vocab
+
+  files = builtin.builtin_corpus(str(tmp_path / "cache"), max_articles=2)
+  vocab = learn_vocab(files, 600, TokenizerSpec.create("sentencepiece", False),
+                      output_path=str(tmp_path / "spm.model"))
+  tokenizer = make_tokenizer(vocab)
+  for context, answer in [("The café opened in  Zürich in 1998.", "Zürich"),
+                          ("It cost $5,000 -- roughly; (or so)!", "$5,000"),
+                          ("Crème brûlée is a dessert.", "Crème brûlée")]:
+    example = _example(context, answer)
+    [feature] = squad_data.convert_examples([example], tokenizer, max_seq_length=64,
+                                            doc_stride=16, max_query_length=16,
+                                            is_training=True)
+    # A word-initial piece ("▁Z") starts at its word, not at the space before it.
+    assert _answer_text(example, feature) == answer
+
+
 def test_answer_split_by_the_stride_picks_the_max_context_window(tokenizer):
   words = [f"w{i}" for i in range(60)]
   context = " ".join(words)
