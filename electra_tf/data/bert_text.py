@@ -23,6 +23,8 @@ from typing import NamedTuple
 import numpy as np
 import tensorflow as tf
 
+from electra_tf.data.tokenizer_spec import TokenizerSpec
+
 # CJK Unified Ideographs and their extensions and compatibility blocks, as BERT defines them.
 CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
               (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
@@ -75,8 +77,8 @@ def _normalized(char: str, lower_case: bool, strip_accents: bool) -> str:
 
 
 @functools.lru_cache(maxsize=8)
-def char_tables(lower_case: bool, strip_accents: bool, split_cjk: bool) -> CharTables:
-  """The tables for one combination of settings (built in about a second, then cached)."""
+def char_tables(spec: TokenizerSpec) -> CharTables:
+  """The tables of one spec's settings (built in about a second, then cached)."""
   classes = np.full(0x110000, _KEEP, np.int32)
   punct = np.zeros(0x110000, np.int32)
   punct[[33 + i for i in range(15)] + list(range(58, 65)) + list(range(91, 97))
@@ -97,12 +99,12 @@ def char_tables(lower_case: bool, strip_accents: bool, split_cjk: bool) -> CharT
     if _is_deleted(char):
       classes[cp] = _DELETE
       continue
-    out = _normalized(char, lower_case, strip_accents)
+    out = _normalized(char, spec.lower_case, spec.strip_accents)
     if out != char:
       keys.append(cp)
       values.extend(ord(c) for c in out)
       splits.append(len(values))
-  if split_cjk:
+  if spec.split_cjk:
     for lo, hi in CJK_RANGES:
       classes[lo:hi + 1] = _CJK
   classes[[0, 0xFFFD]] = _DELETE
@@ -151,17 +153,17 @@ class BasicTokenizer(tf.Module):
   """Normalizes and splits strings into words in the graph (no vocab involved).
 
   Args:
-    lower_case, strip_accents, split_cjk: as in `TokenizerSpec`.
+    spec: the settings (`lower_case`, `strip_accents`, `split_cjk`) of a TokenizerSpec.
 
   Example:
-    >>> words = BasicTokenizer(True, True, True).split(["Héllo,  世界"])
+    >>> words = BasicTokenizer(TokenizerSpec()).split(["Héllo,  世界"])
     >>> words.strings.numpy().tolist()
     [b'hello', b',', b'\\xe4\\xb8\\x96', b'\\xe7\\x95\\x8c']
   """
 
-  def __init__(self, lower_case: bool, strip_accents: bool, split_cjk: bool, name=None):
+  def __init__(self, spec: TokenizerSpec, name=None):
     super().__init__(name=name)
-    tables = char_tables(bool(lower_case), bool(strip_accents), bool(split_cjk))
+    tables = char_tables(spec)
     self._class_starts = tf.constant(tables.class_starts)
     self._class_values = tf.constant(tables.class_values)
     self._punct_starts = tf.constant(tables.punct_starts)

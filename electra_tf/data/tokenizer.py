@@ -6,6 +6,7 @@ from __future__ import annotations
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from electra_tf import fileio
 from electra_tf.data.bert_text import BasicTokenizer, Words, utf8_width
 from electra_tf.data.tokenizer_spec import SENTENCEPIECE, TokenizerSpec
 from electra_tf.data.vocab import Vocab, load_vocab
@@ -37,8 +38,7 @@ class WordPieceTokenizer(tf.Module):
     if self.spec.kind == SENTENCEPIECE:
       raise ValueError("WordPieceTokenizer got a SentencePiece vocab; use make_tokenizer")
     self.dtype = tf.as_dtype(dtype)
-    self._basic = BasicTokenizer(self.spec.lower_case, self.spec.strip_accents,
-                                 self.spec.split_cjk)
+    self._basic = BasicTokenizer(self.spec)
     self._unk = self.vocab.tokens[self.vocab.unk_id]
     self._wordpiece = tf_text.FastWordpieceTokenizer(
         vocab=list(self.vocab.tokens), suffix_indicator="##",
@@ -129,13 +129,11 @@ class SentencePieceTokenizer(tf.Module):
     if self.spec.kind != SENTENCEPIECE:
       raise ValueError("SentencePieceTokenizer got a WordPiece vocab; use make_tokenizer")
     self.dtype = tf.as_dtype(dtype)
-    from electra_tf import fileio
-
     # tf.text's op returns int32 ids only; _cast gives the requested dtype.
     self._model = tf_text.SentencepieceTokenizer(
         model=fileio.read_bytes(self.vocab.path), out_type=tf.int32)
     # Words for tagging are what BERT's basic tokenizer splits, without normalization.
-    self._basic = BasicTokenizer(False, False, True)
+    self._basic = BasicTokenizer(TokenizerSpec(lower_case=False, strip_accents=False))
 
   def _prepare(self, texts) -> tf.Tensor:
     texts = tf.convert_to_tensor(texts, tf.string)

@@ -308,7 +308,7 @@ def _learn_wordpiece(files: Sequence[str], vocab_size: int, spec: TokenizerSpec)
 
   from electra_tf.data.bert_text import BasicTokenizer
 
-  basic = BasicTokenizer(spec.lower_case, spec.strip_accents, spec.split_cjk)
+  basic = BasicTokenizer(spec)
   counts: collections.Counter = collections.Counter()
   for batch in _text_batches(files):
     counts.update(basic.split(batch).strings.numpy().tolist())
