@@ -1,6 +1,7 @@
 r"""The reference side of the tagging parity check: the all-MiniLM-L6-v2 weights fine-tuned as
 `BertForTokenClassification` with transformers (PyTorch) on the same sentences, word pieces
-and windows as `finetune.py --task=hironsan_ner`, scored by the seqeval package.
+and windows as `finetune.py --task=hironsan_ner` (or `wnut16_ner`), scored by the seqeval
+package.
 
   python bench/finetune/tagging_transformers.py --task=hironsan_ner --seed=0
 
@@ -105,7 +106,7 @@ def train(model, arrays, steps, args):
 
 def main():
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  parser.add_argument("--task", choices=["hironsan_ner"], default="hironsan_ner")
+  parser.add_argument("--task", choices=["hironsan_ner", "wnut16_ner"], default="hironsan_ner")
   parser.add_argument("--max_seq_length", type=int, default=128)
   parser.add_argument("--doc_stride", type=int, default=None, help="default: half a window")
   parser.add_argument("--epochs", type=int, default=3)
@@ -116,6 +117,8 @@ def main():
   parser.add_argument("--pieces", choices=["transformers", "ours"], default="transformers",
                       help="whose tokenizer splits the words: transformers' BERT tokenizer, or "
                            "electra_tf's (to feed both models the same ids)")
+  parser.add_argument("--max_train_examples", type=int, default=None,
+                      help="the first N training sentences, as finetune.py's flag")
   parser.add_argument("--seed", type=int, default=0)
   parser.add_argument("--threads", type=int, default=2)
   parser.add_argument("--log_steps", type=int, default=10)
@@ -132,7 +135,8 @@ def main():
   torch.set_num_threads(args.threads)
   begin = time.time()
   _, train_sentences, dev_sentences = tagging_corpora.load(args.task)
-  labels = tagging_data.label_list(train_sentences)
+  labels = tagging_data.label_list(train_sentences)  # of all, as finetune.py's make_spec
+  train_sentences = train_sentences[:args.max_train_examples]
   tokenizer = transformers.BertTokenizerFast(os.path.join(minilm_dir(), "vocab.txt"),
                                              do_lower_case=True)
   train_windows = windows_of(tokenizer, train_sentences, labels, args)

@@ -9,7 +9,7 @@ from electra_tf.config.encoder_config import ConfigError, check_keys, check_posi
 from electra_tf.config.pretrain_config import PRECISIONS
 
 # Token tagging: "tagging" on the user's files, the others on data from requirements-data.txt.
-TAGGING_TASKS = ("tagging", "hironsan_ner", "peoples_daily_pos")
+TAGGING_TASKS = ("tagging", "hironsan_ner", "peoples_daily_pos", "wnut16_ner")
 FINETUNE_TASKS = ("squad_v1.1", "squad_v2.0", "classification", "movie_reviews", "glue/cola",
                   "glue/sst2", "glue/mrpc", "glue/stsb", "glue/qqp", "glue/mnli", "glue/qnli",
                   "glue/rte", *TAGGING_TASKS)

@@ -27,3 +27,17 @@ def test_open_iob2_chunks_reads_a_stray_inside_tag_as_a_beginning():
                            ("a", "b", "c", "d"))
   fixed, = corpora.open_iob2_chunks([sentence])
   assert fixed.tags == ("O", "B-X", "I-X", "B-Y")
+
+
+def test_english_twitter_ner_split_and_scheme():
+  path, train, dev = corpora.wnut16_ner()
+  assert (len(train), len(dev)) == (1915, 479)
+  assert sum(len(s.words) for s in train + dev) == 46469
+  assert corpora.wnut16_ner()[2][0].words == dev[0].words  # the same split every time
+  assert not {s.lines[0] for s in train} & {s.lines[0] for s in dev}  # each sentence once
+  assert data.detect_scheme(train + dev, path) == "iob2"
+  data.check_tags(train + dev, "iob2", path)  # read as shipped: nothing to repair
+  types = {tag[2:] for s in train for tag in s.tags if tag != "O"}
+  assert types == {"person", "geo-loc", "other", "company", "facility", "product",
+                   "musicartist", "sportsteam", "movie", "tvshow"}
+  assert set(data.label_list(dev)) <= set(data.label_list(train))
