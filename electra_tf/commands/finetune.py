@@ -135,8 +135,6 @@ def main(argv):
     if not FLAGS.output_dir:
       raise UserError("--output_dir is required (checkpoints, predictions and results go there)")
     check_early()
-    if FLAGS.export_dir and FLAGS.task in config_lib.TAGGING_TASKS:
-      raise UserError("--export_dir does not take tagging models yet; fine-tune without it")
     from electra_tf.tasks import runner
 
     runner.run_from_flags(FLAGS, resolve_config,

@@ -46,6 +46,8 @@ def outputs(source: EncoderSource | TaskSource, inputs: dict[str, tf.Tensor]) ->
       sequence = tf.cast(source.encoder(inputs, training=False), tf.float32)
       return {"sequence_output": sequence, "pooled_output": sequence[:, 0]}
     out = source.model(inputs, training=False)
+    if source.is_tagging:  # per-token label probabilities beside the logits
+      out = {**out, "probabilities": tf.nn.softmax(tf.cast(out["logits"], tf.float32))}
     return {k: out[k] for k in output_names(source)}
 
 
@@ -71,6 +73,8 @@ def metadata(source: EncoderSource | TaskSource, fmt: str, **extra) -> dict:
     labels = (source.record.get("spec") or {}).get("label_names")
     if labels:
       meta["label_names"] = labels
+    if source.is_tagging:  # outputs are per token: read each word at its first piece
+      meta["tag_scheme"] = source.record["spec"]["scheme"]
   return {"format": fmt, **meta, "inputs": list(ID_KEYS), "outputs": output_names(source),
           "vocab": VOCAB_NAMES[source.vocab.spec.kind],
           "tokenizer": source.vocab.spec.to_dict(), **extra}

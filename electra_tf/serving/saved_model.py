@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from electra_tf import atomic, fileio
 from electra_tf.checkpoints import converter
+from electra_tf.config import TAGGING_TASKS
 from electra_tf.errors import UserError
 from electra_tf.filenames import BEST_SUBDIR
 from electra_tf.serving import sources
@@ -76,9 +77,12 @@ def serving_module(checkpoint: str, task: str):
   model, record = load_finetuned(model_dir)
   if task and task != record["task"]:
     raise UserError(f"{checkpoint} was fine-tuned for {record['task']}, not {task}")
-  sources.refuse_tagging(record, checkpoint)
   vocab = sources.finetuned_vocab(model_dir, record)
   config = record["finetune"]
+  if record["task"] in TAGGING_TASKS:
+    from electra_tf.serving.tagging import TaggerServing
+
+    return TaggerServing(model, vocab, config, record["spec"])
   if record["task"].startswith("squad"):
     threshold = (record.get("eval") or {}).get("best_f1_thresh", 0.0)
     return SquadServing(model, vocab, {**config, "version_2": record["task"] == "squad_v2.0"},

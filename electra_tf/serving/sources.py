@@ -29,8 +29,8 @@ class EncoderSource:
 
 @dataclasses.dataclass
 class TaskSource:
-  """A fine-tuned task model (ElectraClassifier or ElectraSpanQA), its finetune.json and its
-  vocab."""
+  """A fine-tuned task model (ElectraClassifier, ElectraSpanQA or ElectraTagger), its
+  finetune.json and its vocab."""
 
   model: Any
   record: dict[str, Any]
@@ -43,6 +43,12 @@ class TaskSource:
   @property
   def is_squad(self) -> bool:
     return self.record["task"].startswith("squad")
+
+  @property
+  def is_tagging(self) -> bool:
+    from electra_tf.config import TAGGING_TASKS
+
+    return self.record["task"] in TAGGING_TASKS
 
 
 def finetuned_dir(checkpoint: str) -> str | None:
@@ -82,17 +88,7 @@ def load_task(checkpoint: str, fmt: str, task: str | None = None) -> TaskSource:
   model, record = load_finetuned(model_dir)
   if task and task != record["task"]:
     raise UserError(f"{checkpoint} was fine-tuned for {record['task']}, not {task}")
-  refuse_tagging(record, checkpoint)
   return TaskSource(model, record, finetuned_vocab(model_dir, record))
-
-
-def refuse_tagging(record: dict[str, Any], checkpoint: str) -> None:
-  """Tagging models have no export yet: their raw-text signature is still to be built."""
-  from electra_tf.config import TAGGING_TASKS
-
-  if record["task"] in TAGGING_TASKS:
-    raise UserError(f"{checkpoint} is a tagging model ({record['task']}); exports of tagging "
-                    f"models are not built yet")
 
 
 def checkpoint_vocab(loaded) -> Vocab:

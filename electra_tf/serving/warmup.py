@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import tensorflow as tf
 
 from electra_tf import features as F
@@ -18,7 +19,11 @@ def warmup_inputs(module) -> dict[str, dict]:
   ids = [[vocab.cls_id] + [token] * (L - 2) + [vocab.sep_id]]
   requests = {"serving_default": {F.INPUT_IDS: ids, F.INPUT_MASK: [[1] * L],
                                   F.SEGMENT_IDS: [[0] * L]}}
-  if isinstance(module, SquadServing):
+  if hasattr(module, "serve_words"):  # a tagger (serving/tagging.py)
+    requests["tag_text"] = {"text": ["Ann Smith flew from Paris to Tokyo on Monday."]}
+    requests["tag_words"] = {"words": [["Ann", "Smith", "flew", "to", "Tokyo", ""]],
+                             "num_words": [5]}
+  elif isinstance(module, SquadServing):
     requests["answer"] = {"question": ["Which river flows through Paris?"],
                           "context": ["Paris lies on the Seine, a river of northern France."]}
   elif isinstance(module, ClassifierServing):
@@ -38,7 +43,7 @@ def write_warmup(path: str, requests: dict[str, dict], model_name: str = "model"
       request = predict_pb2.PredictRequest(
           model_spec=model_pb2.ModelSpec(name=model_name, signature_name=signature))
       for key, value in inputs.items():
-        dtype = tf.string if isinstance(value[0], str) else tf.int32
+        dtype = tf.string if np.asarray(value).dtype.kind in "SU" else tf.int32
         request.inputs[key].CopyFrom(tf.make_tensor_proto(value, dtype=dtype))
       log = prediction_log_pb2.PredictionLog(
           predict_log=prediction_log_pb2.PredictLog(request=request))
