@@ -14,11 +14,14 @@ Feeds (where their graph draws random numbers, ours are fed instead):
   - pretrain_helpers.mask(): returns our batch's masked input ids, positions, ids and weights.
   - pretrain_helpers.sample_from_softmax(): returns the one-hot of our generator's samples.
   - dropout: off on both sides (their is_training=False; our dropout rates 0).
+Optionally (adam_constants="ours"), their AdamWeightDecayOptimizer gets betas whose
+complements are ours: see matched_betas.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 import types
 
@@ -95,11 +98,32 @@ def their_config(shape: dict, data_dir: str, vocab_path: str):
       num_warmup_steps=shape["warmup_steps"], weight_decay_rate=shape["weight_decay"])
 
 
+def matched_betas(beta_1: float = 0.9, beta_2: float = 0.999) -> tuple[float, float]:
+  """Betas with which their optimizer computes our fused kernel's constants exactly.
+
+  Their _apply_gradients writes beta * m + (1.0 - beta) * g with Python floats: 1.0 - beta is
+  computed in float64 (1 - 0.999 = 0.0010000000000000009), and both become float32 constants
+  when tf.multiply meets the float32 slot (0.999 -> 0.99900001, 1 - 0.999 -> 0.001).
+  TensorFlow's ResourceApplyAdam (CPU: m += (g - m) * (1 - beta1), v += (g^2 - v) * (1 -
+  beta2), T = float32) and our written-out update subtract the float32 beta from float32 1:
+  0.100000024 and 0.00099998713. Returning beta = 1 - float(float32(1) - float32(beta)), i.e.
+  float32(beta) as a Python float, keeps their beta's float32 constant as it was and makes
+  their float64 1.0 - beta exactly the float32 complement (Sterbenz: exact in both)."""
+  out = []
+  for beta in (beta_1, beta_2):
+    complement = float(np.float32(1) - np.float32(beta))
+    matched = 1.0 - complement
+    assert np.float32(matched) == np.float32(beta) and 1.0 - matched == complement
+    out.append(matched)
+  return out[0], out[1]
+
+
 class AuthorsStep:
   """Their graph: PretrainingModel + create_optimizer, our draws fed, weights from a TF1
-  checkpoint. `run(batch, samples)` returns losses and gradients, then applies one update."""
+  checkpoint. `run(batch, samples)` returns losses and gradients, then applies one update.
+  adam_constants "ours": their optimizer with matched_betas (our kernel's 1 - beta)."""
 
-  def __init__(self, config, checkpoint: str, start_step: int):
+  def __init__(self, config, checkpoint: str, start_step: int, adam_constants: str = "theirs"):
     import run_pretraining
     import tensorflow.compat.v1 as tf1
     from model import optimization
@@ -145,10 +169,30 @@ class AuthorsStep:
       self.variables = {v.op.name: v for v in tf1.trainable_variables()}
       self.gradients = {name: tf1.convert_to_tensor(g) for name, g in zip(
           self.variables, tf1.gradients(model.total_loss, list(self.variables.values())))}
-      self.train_op = optimization.create_optimizer(
-          model.total_loss, config.learning_rate, config.num_train_steps,
-          weight_decay_rate=config.weight_decay_rate, warmup_steps=config.num_warmup_steps,
-          lr_decay_power=config.lr_decay_power)
+      # create_optimizer builds AdamWeightDecayOptimizer(beta_1=0.9, beta_2=0.999); "ours"
+      # swaps its betas for matched_betas as it applies the gradients (a subclass cannot
+      # stand in: their __init__ names the class in super()).
+      published = optimization.AdamWeightDecayOptimizer.apply_gradients
+
+      def apply_matched(optimizer, *args, **kwargs):
+        optimizer.beta_1, optimizer.beta_2 = matched_betas(optimizer.beta_1, optimizer.beta_2)
+        return published(optimizer, *args, **kwargs)
+
+      if adam_constants == "ours":
+        optimization.AdamWeightDecayOptimizer.apply_gradients = apply_matched
+      try:
+        self.train_op = optimization.create_optimizer(
+            model.total_loss, config.learning_rate, config.num_train_steps,
+            weight_decay_rate=config.weight_decay_rate, warmup_steps=config.num_warmup_steps,
+            lr_decay_power=config.lr_decay_power)
+      finally:
+        optimization.AdamWeightDecayOptimizer.apply_gradients = published
+      # What their update multiplies m and v by: the float32 scalars of the top-level
+      # Mul_N/x constants (their _apply_gradients runs outside any name scope), with counts.
+      values = [float(tf1.make_ndarray(op.get_attr("value"))) for op in self.graph.get_operations()
+                if op.type == "Const" and re.fullmatch(r"Mul(_\d+)?/x", op.name)
+                and op.get_attr("dtype") == tf1.float32]
+      self.adam_constants = {repr(v): values.count(v) for v in sorted(set(values))}
       stored = dict(tf1.train.list_variables(checkpoint))
       missing = sorted(set(self.variables) - set(stored))
       if missing:
@@ -168,6 +212,31 @@ class AuthorsStep:
 
   def weights(self) -> dict[str, np.ndarray]:
     return self.session.run(self.variables)
+
+
+def mask_stats(masked: list[dict], vocab) -> dict:
+  """Per-sequence masking statistics of masked batches (numpy)."""
+  preds, distinct, mask_share, relpos, bad, counts = [], [], [], [], 0, {}
+  for b in masked:
+    for i in range(b["input_ids"].shape[0]):
+      ids, real = b["input_ids"][i], b["input_mask"][i]
+      n = int(real.sum())
+      chosen = b["masked_lm_positions"][i][b["masked_lm_weights"][i] > 0]
+      unique = np.unique(chosen)
+      preds.append(len(chosen))
+      distinct.append(len(unique))
+      counts.setdefault(n, []).append(len(chosen))
+      bad += int(np.isin(ids[unique], [vocab.cls_id, vocab.sep_id]).sum()
+                 + (real[unique] == 0).sum())
+      mask_share.append(float((b["masked_input_ids"][i][unique] == vocab.mask_id).mean()))
+      relpos.extend((unique / max(n - 1, 1)).tolist())
+  hist = np.histogram(relpos, bins=10, range=(0, 1))[0] / len(relpos)
+  return {"sequences": len(preds), "predictions": float(np.mean(preds)),
+          "distinct": float(np.mean(distinct)),
+          "duplicates": 1 - float(np.sum(distinct)) / float(np.sum(preds)),
+          "mask_share": float(np.average(mask_share, weights=distinct)),
+          "special_or_pad_chosen": bad, "position_hist": hist.tolist(),
+          "by_length": {n: float(np.mean(c)) for n, c in sorted(counts.items())}}
 
 
 def their_masks(config, batches: list[dict], repeats: int) -> list[dict]:

@@ -2,6 +2,7 @@ r"""Our pretraining step beside the authors' (google-research/electra), step for
 
   python bench/fidelity/authors_step.py --electra_repo=/tmp/electra_authors
   python bench/fidelity/authors_step.py --electra_repo=PATH --cases=tiny:0.25 --steps=2
+  python bench/fidelity/authors_step.py --electra_repo=PATH --their_adam_constants=both
 
 For each case (preset : generator width as a fraction of the discriminator's; tied
 embeddings), our ElectraPretrainer is built with dropout off and the authors' optimizer
@@ -38,7 +39,14 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [ROOT, HERE]
 
 import numpy as np  # noqa: E402
-from authors_lib import AuthorsStep, authors_commit, install_shims, their_config, their_masks  # noqa: E402
+from authors_lib import (  # noqa: E402
+  AuthorsStep,
+  authors_commit,
+  install_shims,
+  mask_stats,
+  their_config,
+  their_masks,
+)
 
 LOSSES = ("gen_loss", "disc_loss", "loss")
 
@@ -188,18 +196,26 @@ def compare_case(preset: str, fraction: float, args, vocab, workdir: str) -> dic
   ours = our_steps(config, data, args.start_step, tf1_dir, vocab.path, args.lr_step_offset)
   theirs_config = their_config(shape_of(config), workdir, vocab.path)
   assert theirs_config.max_predictions_per_seq == config.max_predictions_per_seq
-  step = AuthorsStep(theirs_config, os.path.join(tf1_dir, "model.ckpt"), args.start_step)
-  theirs = []
-  for batch, record in zip(data, ours["steps"]):
-    losses, grads = step.run(batch, record["samples"])
-    theirs.append({"losses": {k: float(v) for k, v in losses.items()}, "grads": grads,
-                   "after": step.weights()})
   result = {"preset": preset, "generator_fraction": fraction,
             "generator_hidden_size": config.generator.hidden_size,
             "generator_heads": config.generator.num_heads,
             "generator_as_ours_derives": config.generator == our_config(
                 preset, fraction, args).replace(generator=None).generator,
-            "rows": _rows(ours, theirs, f"{preset} gen {fraction:g} vs theirs")}
+            "their_adam_constants": {}}
+  modes = ["theirs", "ours"] if args.their_adam_constants == "both" else [
+      args.their_adam_constants]
+  for mode, key in zip(modes, ("rows", "matched_rows")):
+    step = AuthorsStep(theirs_config, os.path.join(tf1_dir, "model.ckpt"), args.start_step,
+                       adam_constants=mode)
+    theirs = []
+    for batch, record in zip(data, ours["steps"]):
+      losses, grads = step.run(batch, record["samples"])
+      theirs.append({"losses": {k: float(v) for k, v in losses.items()}, "grads": grads,
+                     "after": step.weights()})
+    step.session.close()
+    result["their_adam_constants"][mode] = step.adam_constants
+    result[key] = _rows(ours, theirs, f"{preset} gen {fraction:g} vs theirs ({mode} Adam "
+                        "constants)")
   if args.control:
     tf_keras.backend.clear_session()
     other = our_steps(config, data, args.start_step, None, vocab.path, args.lr_step_offset,
@@ -243,31 +259,6 @@ def _rows(ours: dict, reference: list[dict], label: str) -> list[dict]:
   return rows
 
 
-def mask_stats(masked: list[dict], vocab) -> dict:
-  """Per-sequence masking statistics of masked batches (numpy)."""
-  preds, distinct, mask_share, relpos, bad, counts = [], [], [], [], 0, {}
-  for b in masked:
-    for i in range(b["input_ids"].shape[0]):
-      ids, real = b["input_ids"][i], b["input_mask"][i]
-      n = int(real.sum())
-      chosen = b["masked_lm_positions"][i][b["masked_lm_weights"][i] > 0]
-      unique = np.unique(chosen)
-      preds.append(len(chosen))
-      distinct.append(len(unique))
-      counts.setdefault(n, []).append(len(chosen))
-      bad += int(np.isin(ids[unique], [vocab.cls_id, vocab.sep_id]).sum()
-                 + (real[unique] == 0).sum())
-      mask_share.append(float((b["masked_input_ids"][i][unique] == vocab.mask_id).mean()))
-      relpos.extend((unique / max(n - 1, 1)).tolist())
-  hist = np.histogram(relpos, bins=10, range=(0, 1))[0] / len(relpos)
-  return {"sequences": len(preds), "predictions": float(np.mean(preds)),
-          "distinct": float(np.mean(distinct)),
-          "duplicates": 1 - float(np.sum(distinct)) / float(np.sum(preds)),
-          "mask_share": float(np.average(mask_share, weights=distinct)),
-          "special_or_pad_chosen": bad, "position_hist": hist.tolist(),
-          "by_length": {n: float(np.mean(c)) for n, c in sorted(counts.items())}}
-
-
 def compare_masking(args, vocab, workdir: str) -> dict:
   import tensorflow as tf
 
@@ -305,11 +296,16 @@ def markdown(results: dict) -> str:
   lines = ["| case | step | gen loss | disc loss | total loss | gradients (worst) | weights "
            "after the update (worst) | their update / ours | control: gradients, weights |",
            "|---|---|---|---|---|---|---|---|---|"]
+  matched = any(case.get("matched_rows") for case in results["cases"])
+  if matched:  # --their_adam_constants=both: their optimizer with our 1 - beta too
+    lines[0] += " with our Adam constants: gradients, weights, their update / ours |"
+    lines[1] += "---|"
   for case in results["cases"]:
     name = (f"{case['preset']}, generator {case['generator_fraction']:g} "
             f"({case['generator_hidden_size']} wide)")
     control = case.get("control") or [None] * len(case["rows"])
-    for i, (row, other) in enumerate(zip(case["rows"], control)):
+    both = case.get("matched_rows") or [None] * len(case["rows"])
+    for i, (row, other, same) in enumerate(zip(case["rows"], control, both)):
       if 0 < i < len(case["rows"]) - 1:
         continue  # the first step and the last
       rel = row["loss_rel"]
@@ -319,7 +315,9 @@ def markdown(results: dict) -> str:
           f"| {row['weight_rel'][0]:.1e} (`{row['weight_rel'][1]}`) "
           f"| {row['update_ratio']:.7f} | "
           + (f"{other['grad_rel'][0]:.1e}, {other['weight_rel'][0]:.1e}"
-             + ("" if other["same_samples"] else " (other samples)") + " |" if other else "- |"))
+             + ("" if other["same_samples"] else " (other samples)") + " |" if other else "- |")
+          + (f" {same['grad_rel'][0]:.1e}, {same['weight_rel'][0]:.1e}, "
+             f"{same['update_ratio']:.7f} |" if same else " - |" if matched else ""))
   masking = results.get("masking")
   if masking:
     lines += ["", "| masking | sequences | predictions per sequence | distinct positions "
@@ -350,6 +348,11 @@ def main() -> None:
                       help="1: our learning rate of step n+1 at update n, as their graph "
                            "applies it (global_step is incremented before the learning rate "
                            "is read); 0: the schedule's formula, as our step runs")
+  parser.add_argument("--their_adam_constants", default="theirs",
+                      choices=["theirs", "ours", "both"],
+                      help="ours: their optimizer computes (1 - beta_1) and (1 - beta_2) as our "
+                           "fused kernel does, in float32 (authors_lib.matched_betas); both: "
+                           "each, against the same run of ours")
   parser.add_argument("--mask_batches", type=int, default=50)
   parser.add_argument("--mask_repeats", type=int, default=4)
   parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "authors_step"))
