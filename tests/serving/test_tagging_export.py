@@ -4,7 +4,8 @@ slice accented, CJK and multi-space text exactly, its per-word tags equal the Ke
 argmax on finetune.py's windows, its entities equal tagging_metrics' decoding of those tags;
 tag_words and serving_default equal the Keras model; every scheme's chunks decode as
 seqeval's default mode; warmup requests replay; the ONNX and TFLite exports give the Keras
-model's per-token logits and probabilities in onnxruntime and LiteRT."""
+model's per-token logits and probabilities in onnxruntime and LiteRT; a SentencePiece vocab
+tags as the Python does."""
 
 import dataclasses
 import random
@@ -238,3 +239,44 @@ def test_onnx_and_tflite_exports_equal_keras(tagger, tmp_path):
   for key in ("logits", "probabilities"):
     np.testing.assert_allclose(got[key], want[key], atol=1e-4)
     np.testing.assert_allclose(np.concatenate([r[key] for r in rows]), want[key], atol=1e-3)
+
+
+def test_sentencepiece_tagger_equals_python(tmp_path):
+  """A SentencePiece vocab: tag_text's words slice the text and their tags equal the Python
+  windows' on a random tagger; tag_words tokenizes each word as training does."""
+  import io
+
+  import sentencepiece
+
+  from electra_tf.data.tokenizer import make_tokenizer
+  from electra_tf.data.tokenizer_spec import TokenizerSpec
+  from electra_tf.data.vocab import load_vocab
+
+  lines = [" ".join(w) for w, _ in _sentences(300, seed=2)] + TEXTS[:3] * 20
+  model_file = io.BytesIO()
+  sentencepiece.SentencePieceTrainer.train(
+      sentence_iterator=iter(lines), model_writer=model_file, vocab_size=60,
+      character_coverage=1.0, pad_id=0, pad_piece="[PAD]", unk_id=1, unk_piece="[UNK]",
+      bos_id=2, bos_piece="[CLS]", eos_id=3, eos_piece="[SEP]", user_defined_symbols=["[MASK]"],
+      minloglevel=2)
+  (tmp_path / "spm.model").write_bytes(model_file.getvalue())
+  vocab = load_vocab(str(tmp_path / "spm.model"), TokenizerSpec.create("sentencepiece"))
+  tf_keras.utils.set_random_seed(3)
+  encoder = dataclasses.replace(TINY, vocab_size=vocab.size)
+  model = build_finetune_model(model_for_task(CONFIG, encoder, len(LABELS)))
+  serving = TaggerServing(model, vocab, CONFIG.to_dict(), dataclasses.asdict(SPEC))
+  tokenizer = make_tokenizer(vocab)
+  out = {k: v.numpy() for k, v in serving.serve_text(tf.constant(TEXTS)).items()}
+  rows = _rows(out, WORD_KEYS + ENTITY_KEYS)
+  words = [[text[s:e] for s, e in zip(r["word_starts"], r["word_ends"])]
+           for text, r in zip(TEXTS, rows)]
+  assert words[0] == ["José", "Müller", "lives", "in", "Zürich", "."]
+  assert all("".join(w) == "".join(t.split()) for w, t in zip(words, TEXTS))
+  expected, _ = _python_tags(model, tokenizer, words)
+  assert [r["word_tags"] for r in rows] == expected
+  for row, tags in zip(rows, expected):
+    assert row["entity_types"] == [t for t, _, _ in default_entities([tags])]
+  padded = [w + [""] * (max(map(len, words)) - len(w)) for w in words]
+  by_words = serving.serve_words(tf.constant(padded), tf.constant([len(w) for w in words]))
+  assert [r["word_tags"] for r in _rows({k: v.numpy() for k, v in by_words.items()},
+                                        WORD_KEYS)] == expected
