@@ -16,7 +16,8 @@ from electra_tf.config import FinetuneConfig
 from electra_tf.data import pretraining_data
 from electra_tf.data.tokenizer import SentencePieceTokenizer, make_tokenizer
 from electra_tf.data.tokenizer_spec import TokenizerSpec
-from electra_tf.data.vocab import learn_vocab, load_vocab
+from electra_tf.data.vocab import load_vocab
+from electra_tf.data.vocab_learning import learn_vocab
 from electra_tf.presets import get as get_preset
 from electra_tf.tasks import runner
 from electra_tf.training import pretraining

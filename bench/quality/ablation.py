@@ -212,7 +212,7 @@ def prepare_data(workdir: str, ledger_root: str, quick: bool, log=print,
 
   The vocab lives in the ledger, so every machine that resumes a study reads the same one.
   """
-  from electra_tf.data import builtin, pretraining_data, vocab  # noqa: PLC0415
+  from electra_tf.data import builtin, pretraining_data, vocab_learning  # noqa: PLC0415
   from electra_tf.data.tokenizer_spec import TokenizerSpec  # noqa: PLC0415
 
   corpus = builtin.builtin_corpus(builtin.default_cache_dir(),
@@ -222,7 +222,7 @@ def prepare_data(workdir: str, ledger_root: str, quick: bool, log=print,
     os.makedirs(ledger_root, exist_ok=True)
     start = time.time()
     # BERT's uncased WordPiece settings, as the committed ledger's vocab was learned with.
-    learned = vocab.learn_vocab(corpus, QUICK_VOCAB if quick else VOCAB_SIZE,
+    learned = vocab_learning.learn_vocab(corpus, QUICK_VOCAB if quick else VOCAB_SIZE,
                                 TokenizerSpec(), output_path=vocab_path)
     log(f"learned a {learned.size}-token vocab in {time.time() - start:.0f}s")
   default_len = (QUICK if quick else MINIATURE)["max_seq_length"]

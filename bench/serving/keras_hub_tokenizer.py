@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 from electra_tf.data import corpora, tokenizer_spec  # noqa: E402
 from electra_tf.data.tokenizer import make_tokenizer  # noqa: E402
-from electra_tf.data.vocab import learn_vocab  # noqa: E402
+from electra_tf.data.vocab_learning import learn_vocab  # noqa: E402
 from electra_tf.serving import keras_hub_preset  # noqa: E402
 from electra_tf.serving.sources import EncoderSource  # noqa: E402
 

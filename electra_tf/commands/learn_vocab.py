@@ -44,7 +44,7 @@ def main(argv: list[str]) -> None:
   del argv  # cli.flags_parser refuses arguments that are not flags
   from electra_tf.data import io_utils
   from electra_tf.data import tokenizer_spec as spec_lib
-  from electra_tf.data.vocab import corpus_chars, learn_vocab
+  from electra_tf.data.vocab_learning import corpus_chars, learn_vocab
 
   def learn() -> None:
     if FLAGS.kind == spec_lib.SENTENCEPIECE:

@@ -137,7 +137,10 @@ class SentencePieceTokenizer(tf.Module):
 
   def _prepare(self, texts) -> tf.Tensor:
     texts = tf.convert_to_tensor(texts, tf.string)
-    return tf.strings.lower(texts, encoding="utf-8") if self.spec.lower_case else texts
+    if not self.spec.lower_case:
+      return texts
+    # tf.strings.lower stops at a NUL byte; the model's own normalization deletes it anyway.
+    return tf.strings.lower(tf.strings.regex_replace(texts, "\x00", ""), encoding="utf-8")
 
   def _cast(self, ids: tf.RaggedTensor) -> tf.RaggedTensor:
     return tf.cast(ids, self.dtype) if self.dtype != tf.int32 else ids

@@ -1,4 +1,4 @@
-"""Fine-tuning models: the encoder + a task head, with a replica-exact train step."""
+"""Fine-tuning models for sentence classification and SQuAD, and the model of each task."""
 
 from __future__ import annotations
 
@@ -9,78 +9,18 @@ import tf_keras
 
 from electra_tf import features as F
 from electra_tf.config import EncoderConfig, FinetuneConfig
-from electra_tf.model import train_loop
-from electra_tf.model.encoder import ElectraEncoder
-from electra_tf.model.replicas import global_sum as _global_sum
-from electra_tf.model.replicas import scale_loss, summed_gradients
-from electra_tf.model.task_heads import ClassificationHead, SpanHead, TokenClassificationHead
-
-LABEL = "label"
-START_POSITIONS = "start_positions"
-END_POSITIONS = "end_positions"
-IS_IMPOSSIBLE = "is_impossible"
-LABEL_IDS = "label_ids"  # tagging: int [B, L] label index per token
-LABEL_WEIGHTS = "label_weights"  # tagging: float [B, L], 1 where a word's label is scored
-
-
-def _encoder_inputs(features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-  return {k: features[k] for k in (F.INPUT_IDS, F.INPUT_MASK, F.SEGMENT_IDS)}
-
-
-class FinetuneModel(train_loop.TracedOnce, tf_keras.Model):
-  """Shared train/test steps: a global-batch mean loss, clipped gradients, task metrics.
-
-  Subclasses define `call(features, training)` -> dict of outputs and
-  `per_example_loss(outputs, features)` -> [B] float32.
-  """
-
-  def __init__(self, encoder_config: EncoderConfig | dict, clip_norm: float = 1.0, **kwargs):
-    super().__init__(**kwargs)
-    if isinstance(encoder_config, dict):  # from get_config
-      encoder_config = EncoderConfig.from_dict(encoder_config)
-    self.encoder_config = encoder_config
-    self.clip_norm = clip_norm
-    self.encoder = ElectraEncoder(encoder_config, name="encoder")
-    self.loss_tracker = tf_keras.metrics.Mean("loss")
-    self.grad_norm = tf_keras.metrics.Mean("grad_norm")
-
-  def _loss(self, outputs, features):
-    # Each replica divides by the global number of examples, so the replica losses (and
-    # gradients) sum to the mean over the whole global batch whatever the replica count.
-    per_example = self.per_example_loss(outputs, features)
-    count = tf.cast(tf.shape(per_example)[0], tf.float32)
-    return tf.reduce_sum(per_example) / tf.maximum(_global_sum(count), 1.0)
-
-  def train_step(self, features):
-    opt = self.optimizer
-    with tf.GradientTape() as tape:
-      outputs = self(features, training=True)
-      loss = self._loss(outputs, features)
-      scaled = scale_loss(opt, loss)
-    grads = summed_gradients(opt, tape, scaled, self.trainable_variables)
-    grads, norm = tf.clip_by_global_norm(grads, self.clip_norm)
-    opt.apply_gradients(zip(grads, self.trainable_variables),
-                        experimental_aggregate_gradients=False)
-    self.loss_tracker.update_state(_global_sum(loss))
-    self.grad_norm.update_state(norm)
-    self.update_task_metrics(outputs, features)
-    return {m.name: m.result() for m in self.metrics}
-
-  def test_step(self, features):
-    outputs = self(features, training=False)
-    self.loss_tracker.update_state(_global_sum(self._loss(outputs, features)))
-    self.update_task_metrics(outputs, features)
-    return {m.name: m.result() for m in self.metrics}
-
-  def predict_step(self, features):
-    outputs = self(features, training=False)
-    for key in ("unique_id", "example_index"):
-      if key in features:
-        outputs[key] = features[key]
-    return outputs
-
-  def update_task_metrics(self, outputs, features):
-    """Streaming training metrics (the real evaluation runs on predictions)."""
+from electra_tf.model.finetune_base import (  # noqa: F401 - re-exported for the tasks
+  END_POSITIONS,
+  IS_IMPOSSIBLE,
+  LABEL,
+  LABEL_IDS,
+  LABEL_WEIGHTS,
+  START_POSITIONS,
+  FinetuneModel,
+  _encoder_inputs,
+)
+from electra_tf.model.tagger import ElectraTagger
+from electra_tf.model.task_heads import ClassificationHead, SpanHead
 
 
 class ElectraClassifier(FinetuneModel):
@@ -218,67 +158,6 @@ class ElectraSpanQA(FinetuneModel):
     return {"encoder_config": self.encoder_config.to_dict(), "joint_end": self.joint_end,
             "answerable": self.answerable, "answerable_weight": self.answerable_weight,
             "beam_size": self.beam_size, "clip_norm": self.clip_norm,
-            "head_initializer": self.head_initializer, "name": self.name}
-
-
-class ElectraTagger(FinetuneModel):
-  """A label per token (named entities, chunks, part of speech): dropout + Dense on every
-  hidden state. The loss is the mean cross-entropy over the weighted tokens of the global
-  batch (each word's first piece), as transformers' token classification computes it.
-
-  Args:
-    encoder_config: the discriminator's sizes.
-    num_labels: tags.
-    dropout_rate: before the output layer.
-    clip_norm: global gradient-norm clip of the train step.
-    head_initializer: the output layer's kernel initializer.
-
-  Call args:
-    features: dict of int32 [B, L] `input_ids`, `input_mask`, `segment_ids`; for the loss
-      int32 [B, L] `label_ids` and float32 [B, L] `label_weights`.
-
-  Returns:
-    dict with float32 "logits" [B, L, num_labels].
-  """
-
-  def __init__(self, encoder_config: EncoderConfig | dict, num_labels: int,
-               dropout_rate: float = 0.1, clip_norm: float = 1.0,
-               head_initializer: str = "truncated_normal", **kwargs):
-    kwargs.setdefault("name", "tagger")
-    super().__init__(encoder_config, clip_norm, **kwargs)
-    self.num_labels = num_labels
-    self.dropout_rate = dropout_rate
-    self.head_initializer = head_initializer
-    self.head = TokenClassificationHead(num_labels, dropout_rate,
-                                        self.encoder_config.initializer_range,
-                                        head_initializer, name="tagger_head")
-    self.accuracy = tf_keras.metrics.Mean("accuracy")
-
-  def call(self, features, training=None):
-    hidden = self.encoder(_encoder_inputs(features), training=training)
-    return {"logits": self.head(hidden, training=training)}
-
-  def _token_losses(self, outputs, features):
-    return tf.nn.sparse_softmax_cross_entropy_with_logits(
-        tf.cast(features[LABEL_IDS], tf.int32), outputs["logits"])
-
-  def per_example_loss(self, outputs, features):
-    return tf.reduce_sum(self._token_losses(outputs, features) * features[LABEL_WEIGHTS], -1)
-
-  def _loss(self, outputs, features):
-    # Divided by the scored tokens of the global batch: replica losses sum to its mean.
-    weights = tf.cast(features[LABEL_WEIGHTS], tf.float32)
-    total = tf.reduce_sum(self._token_losses(outputs, features) * weights)
-    return total / tf.maximum(_global_sum(tf.reduce_sum(weights)), 1.0)
-
-  def update_task_metrics(self, outputs, features):
-    predicted = tf.argmax(outputs["logits"], -1, output_type=tf.int32)
-    correct = tf.cast(predicted == tf.cast(features[LABEL_IDS], tf.int32), tf.float32)
-    self.accuracy.update_state(correct, sample_weight=features[LABEL_WEIGHTS])
-
-  def get_config(self):
-    return {"encoder_config": self.encoder_config.to_dict(), "num_labels": self.num_labels,
-            "dropout_rate": self.dropout_rate, "clip_norm": self.clip_norm,
             "head_initializer": self.head_initializer, "name": self.name}
 
 

@@ -80,7 +80,7 @@ def serving_module(checkpoint: str, task: str):
   vocab = sources.finetuned_vocab(model_dir, record)
   config = record["finetune"]
   if record["task"] in TAGGING_TASKS:
-    from electra_tf.serving.tagging import TaggerServing
+    from electra_tf.serving.tag_signatures import TaggerServing
 
     return TaggerServing(model, vocab, config, record["spec"])
   if record["task"].startswith("squad"):

@@ -141,7 +141,7 @@ class PretrainingServing(_Serving):
 def signatures(module) -> dict:
   """{signature name: function} of a serving module, serving_default first."""
   sigs = {"serving_default": module.serve_ids}
-  if hasattr(module, "serve_words"):  # a TaggerServing (serving/tagging.py)
+  if hasattr(module, "serve_words"):  # a TaggerServing (serving/tag_signatures.py)
     sigs["tag_text"] = module.serve_text
     sigs["tag_words"] = module.serve_words
   elif isinstance(module, SquadServing):

@@ -19,7 +19,7 @@ def warmup_inputs(module) -> dict[str, dict]:
   ids = [[vocab.cls_id] + [token] * (L - 2) + [vocab.sep_id]]
   requests = {"serving_default": {F.INPUT_IDS: ids, F.INPUT_MASK: [[1] * L],
                                   F.SEGMENT_IDS: [[0] * L]}}
-  if hasattr(module, "serve_words"):  # a tagger (serving/tagging.py)
+  if hasattr(module, "serve_words"):  # a tagger (serving/tag_signatures.py)
     requests["tag_text"] = {"text": ["Ann Smith flew from Paris to Tokyo on Monday."]}
     requests["tag_words"] = {"words": [["Ann", "Smith", "flew", "to", "Tokyo", ""]],
                              "num_words": [5]}

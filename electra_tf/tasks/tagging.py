@@ -10,7 +10,8 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.config import EncoderConfig, FinetuneConfig
-from electra_tf.model.finetune_models import ElectraTagger, model_for_task
+from electra_tf.model.finetune_models import model_for_task
+from electra_tf.model.tagger import ElectraTagger
 from electra_tf.tasks import tagging_data as data
 from electra_tf.tasks.tagging_features import Windows, encode_windows, word_pieces
 from electra_tf.tasks.tagging_metrics import tagging_metrics

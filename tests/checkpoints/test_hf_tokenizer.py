@@ -50,7 +50,8 @@ def _corpus(tmp_path):
 
 
 def _learn(tmp_path, spec, size, model_type="unigram"):
-  from electra_tf.data.vocab import VOCAB_NAMES, learn_vocab
+  from electra_tf.data.vocab import VOCAB_NAMES
+  from electra_tf.data.vocab_learning import learn_vocab
 
   out = tmp_path / "vocab"
   out.mkdir()

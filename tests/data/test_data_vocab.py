@@ -7,7 +7,8 @@ import pytest
 from testing_utils import run_command
 
 from electra_tf.data.tokenizer_spec import TokenizerSpec
-from electra_tf.data.vocab import SPECIAL_TOKENS, builtin_vocab_path, learn_vocab, load_vocab
+from electra_tf.data.vocab import SPECIAL_TOKENS, builtin_vocab_path, load_vocab
+from electra_tf.data.vocab_learning import learn_vocab
 from electra_tf.errors import UserError
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -16,10 +16,10 @@ from electra_tf.data.tokenizer_spec import TokenizerSpec
 from electra_tf.data.vocab import (
     builtin_vocab_path,
     copy_vocab,
-    learn_vocab,
     load_vocab,
     load_vocab_overriding,
 )
+from electra_tf.data.vocab_learning import learn_vocab
 from electra_tf.errors import UserError
 
 transformers = pytest.importorskip("transformers")

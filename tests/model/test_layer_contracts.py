@@ -13,12 +13,13 @@ from electra_tf.model import pretrain_metrics
 from electra_tf.model.dropout import SeededDropout
 from electra_tf.model.elementwise import LayerNorm, exact_gelu
 from electra_tf.model.encoder import ElectraEncoder
-from electra_tf.model.finetune_models import ElectraClassifier, ElectraSpanQA, ElectraTagger
+from electra_tf.model.finetune_models import ElectraClassifier, ElectraSpanQA
 from electra_tf.model.heads import DiscriminatorHead, GeneratorHead
 from electra_tf.model.layers import ElectraEmbeddings, ElectraTransformerBlock, GDESEmbeddings
 from electra_tf.model.networks import AllTokensPredictor, Discriminator, Generator
 from electra_tf.model.pretrain_metrics import PretrainMetrics
 from electra_tf.model.pretrainer import ElectraPretrainer
+from electra_tf.model.tagger import ElectraTagger
 from electra_tf.model.task_heads import ClassificationHead, SpanHead, TokenClassificationHead
 
 B, L, P, V, H, E = 2, 6, 2, 20, 8, 4

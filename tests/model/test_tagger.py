@@ -6,12 +6,8 @@ import tensorflow as tf
 
 from electra_tf import features as F
 from electra_tf.config import EncoderConfig
-from electra_tf.model.finetune_models import (
-  LABEL_IDS,
-  LABEL_WEIGHTS,
-  ElectraTagger,
-  build_finetune_model,
-)
+from electra_tf.model.finetune_models import LABEL_IDS, LABEL_WEIGHTS, build_finetune_model
+from electra_tf.model.tagger import ElectraTagger
 from electra_tf.training.optimizer import AdamWeightDecay
 
 ENC = EncoderConfig(vocab_size=20, hidden_size=16, num_layers=2, num_heads=2,

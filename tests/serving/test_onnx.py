@@ -78,7 +78,7 @@ def _sentencepiece_run(root):
   from export_runs import RUNS, TINY
 
   from electra_tf.data.tokenizer_spec import TokenizerSpec
-  from electra_tf.data.vocab import learn_vocab
+  from electra_tf.data.vocab_learning import learn_vocab
   from electra_tf.model.finetune_models import build_finetune_model, model_for_task
   from electra_tf.tasks import classification_data
   from electra_tf.training.finetuned import save_finetuned

@@ -23,7 +23,7 @@ from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.data.vocab import builtin_vocab_path
 from electra_tf.model.finetune_models import build_finetune_model, model_for_task
 from electra_tf.serving import exporters, saved_model
-from electra_tf.serving.tagging import TaggerServing
+from electra_tf.serving.tag_signatures import TaggerServing
 from electra_tf.tasks.tagging import TaggingSpec
 from electra_tf.tasks.tagging_features import encode_windows, word_pieces
 from electra_tf.tasks.tagging_metrics import default_entities

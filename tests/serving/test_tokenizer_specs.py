@@ -17,6 +17,7 @@ from electra_tf.config import EncoderConfig
 from electra_tf.data import vocab as vocab_lib
 from electra_tf.data.tokenizer import make_tokenizer
 from electra_tf.data.tokenizer_spec import TokenizerSpec, spec_path
+from electra_tf.data.vocab_learning import learn_vocab
 from electra_tf.errors import UserError
 from electra_tf.model.networks import Discriminator, dummy_inputs
 from electra_tf.serving import keras_hub_preset, saved_model, sources, text, tfhub
@@ -54,7 +55,7 @@ def vocabs(tmp_path_factory):
   for name, spec in SPECS.items():
     file = "spm.model" if spec.kind == "sentencepiece" else "vocab.txt"
     os.makedirs(root / name)
-    made[name] = vocab_lib.learn_vocab(corpus, 800, spec, output_path=str(root / name / file),
+    made[name] = learn_vocab(corpus, 800, spec, output_path=str(root / name / file),
                                        stream=io.StringIO())
   return made
 

@@ -57,7 +57,7 @@ def test_answer_maps_to_tokens_and_back(tokenizer, context, answer):
 def test_sentencepiece_answers_map_to_their_words(tmp_path):
   from electra_tf.data import builtin
   from electra_tf.data.tokenizer import make_tokenizer
-  from electra_tf.data.vocab import learn_vocab
+  from electra_tf.data.vocab_learning import learn_vocab
 
   files = builtin.builtin_corpus(str(tmp_path / "cache"), max_articles=2)
   vocab = learn_vocab(files, 600, TokenizerSpec.create("sentencepiece", False),
