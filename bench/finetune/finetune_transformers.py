@@ -102,7 +102,9 @@ def dropout_kwargs(args) -> dict:
           if args.no_dropout else {})
 
 
-def train(model, batches, steps, args, forward):
+def optimizer_and_schedule(model, steps, args):
+  """AdamW without decay on biases and LayerNorm weights, linear warmup then linear decay
+  (finetune.py's schedule), for both fine-tuning scripts of this folder."""
   import torch
 
   no_decay = ("bias", "LayerNorm.weight")
@@ -115,6 +117,13 @@ def train(model, batches, steps, args, forward):
   schedule = torch.optim.lr_scheduler.LambdaLR(
       optimizer, lambda s: min(1.0, s / max(1, warmup)) * max(0.0, (steps - s) / steps)
       if warmup else max(0.0, (steps - s) / steps))
+  return optimizer, schedule
+
+
+def train(model, batches, steps, args, forward):
+  import torch
+
+  optimizer, schedule = optimizer_and_schedule(model, steps, args)
   model.train()
   begin = time.time()
   for step in range(1, steps + 1):

