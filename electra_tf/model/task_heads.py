@@ -31,6 +31,54 @@ def mask_logits(logits: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
   return logits + (1.0 - mask) * _NEG
 
 
+class ClassificationHead(tf_keras.layers.Layer):
+  """Dropout + Dense on the [CLS] hidden state (ELECTRA has no pooler), or with
+  `pooling="mean"` on the mean of the hidden states over the real tokens.
+
+  Call args:
+    hidden: [B, L, H] encoder output.
+    mask: [B, L], 1 at real tokens; needed by mean pooling.
+
+  Returns:
+    float32 logits [B, num_labels] (num_labels 1 for regression).
+  """
+
+  def __init__(self, num_labels: int, dropout_rate: float = 0.1,
+               initializer_range: float = 0.02, initializer: str = "truncated_normal",
+               pooling: str = "cls", **kwargs):
+    super().__init__(**kwargs)
+    if pooling not in POOLINGS:
+      raise ValueError(f"unknown pooling {pooling!r}; choose one of {POOLINGS}")
+    self.pooling = pooling
+    self.num_labels = num_labels
+    self.dropout_rate = dropout_rate
+    self.initializer_range = initializer_range
+    self.initializer = initializer
+    self.dropout = tf_keras.layers.Dropout(dropout_rate, name="dropout")
+    self.dense = tf_keras.layers.Dense(
+        num_labels, kernel_initializer=head_initializer(initializer, initializer_range),
+        name="dense")
+
+  def call(self, hidden, mask=None, training=None):
+    if self.pooling == "cls":
+      pooled = hidden[:, 0]
+    else:
+      if mask is None:
+        raise ValueError("mean pooling needs the input mask")
+      weights = tf.cast(mask, tf.float32)[:, :, tf.newaxis]
+      total = tf.reduce_sum(tf.cast(hidden, tf.float32) * weights, axis=1)
+      pooled = tf.cast(total / tf.maximum(tf.reduce_sum(weights, axis=1), 1.0), hidden.dtype)
+    logits = self.dense(self.dropout(pooled, training=training))
+    return tf.cast(logits, tf.float32)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(num_labels=self.num_labels, dropout_rate=self.dropout_rate,
+                  initializer_range=self.initializer_range, initializer=self.initializer,
+                  pooling=self.pooling)
+    return config
+
+
 class TokenClassificationHead(tf_keras.layers.Layer):
   """Dropout + Dense on every token's hidden state: a label per token (tagging).
 
@@ -62,41 +110,6 @@ class TokenClassificationHead(tf_keras.layers.Layer):
     config.update(num_labels=self.num_labels, dropout_rate=self.dropout_rate,
                   initializer_range=self.initializer_range, initializer=self.initializer)
     return config
-
-
-class ClassificationHead(TokenClassificationHead):
-  """Dropout + Dense on the [CLS] hidden state (ELECTRA has no pooler), or with
-  `pooling="mean"` on the mean of the hidden states over the real tokens.
-
-  Call args:
-    hidden: [B, L, H] encoder output.
-    mask: [B, L], 1 at real tokens; needed by mean pooling.
-
-  Returns:
-    float32 logits [B, num_labels] (num_labels 1 for regression).
-  """
-
-  def __init__(self, num_labels: int, dropout_rate: float = 0.1,
-               initializer_range: float = 0.02, initializer: str = "truncated_normal",
-               pooling: str = "cls", **kwargs):
-    if pooling not in POOLINGS:
-      raise ValueError(f"unknown pooling {pooling!r}; choose one of {POOLINGS}")
-    super().__init__(num_labels, dropout_rate, initializer_range, initializer, **kwargs)
-    self.pooling = pooling
-
-  def call(self, hidden, mask=None, training=None):
-    if self.pooling == "cls":
-      pooled = hidden[:, 0]
-    else:
-      if mask is None:
-        raise ValueError("mean pooling needs the input mask")
-      weights = tf.cast(mask, tf.float32)[:, :, tf.newaxis]
-      total = tf.reduce_sum(tf.cast(hidden, tf.float32) * weights, axis=1)
-      pooled = tf.cast(total / tf.maximum(tf.reduce_sum(weights, axis=1), 1.0), hidden.dtype)
-    return super().call(pooled, training=training)
-
-  def get_config(self):
-    return {**super().get_config(), "pooling": self.pooling}
 
 
 class _MLP(tf_keras.layers.Layer):
