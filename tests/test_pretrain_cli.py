@@ -167,7 +167,9 @@ def test_vocab_size_mismatch_fails_before_anything_binds_the_model_dir(tmp_path,
 
   lines = open(vocab.builtin_vocab_path(), encoding="utf-8").read().splitlines()
   (tmp_path / "vocab.txt").write_text("\n".join(lines[:-1]) + "\n", encoding="utf-8")
+  # --vocab_file alone would size the model to it; an explicit size must match.
   result = run_pretrain(f"--model_dir={tmp_path}/run", f"--text_files={corpus[0]}",
-                        f"--vocab_file={tmp_path}/vocab.txt")
+                        f"--vocab_file={tmp_path}/vocab.txt",
+                        '--config_overrides={"model.vocab_size": 30522}')
   assert_clear_error(result, "30521 tokens", "expects 30522")
   assert not (tmp_path / "run" / "config.json").exists()

@@ -42,7 +42,8 @@ def _export(tmp_path, config):
   generator, discriminator = build_networks(config)
   randomize_tf([n for n in (generator, discriminator) if n is not None], seed=7)
   vocab = tmp_path / "vocab.txt"
-  vocab.write_text("\n".join(f"t{i}" for i in range(MODEL["vocab_size"])))
+  specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+  vocab.write_text("\n".join(specials + [f"t{i}" for i in range(MODEL["vocab_size"] - 5)]))
   loaded = Loaded(config, generator, discriminator, str(vocab), "test", RestoreReport("", 0, 0))
   return generator, discriminator, export_tf1(loaded, str(tmp_path / "tf1"))
 

@@ -1,5 +1,6 @@
 """The phase record of a run (training/phases.py) and what a new phase may change."""
 
+import dataclasses
 import io
 import json
 import shutil
@@ -8,14 +9,17 @@ import types
 import pytest
 
 from electra_tf.config import PretrainConfig
+from electra_tf.data.vocab import builtin_vocab_path, load_vocab
 from electra_tf.errors import UserError
 from electra_tf.training import artifacts, phases
 
 PHASE_1 = PretrainConfig(max_seq_length=128, batch_size=8, num_train_steps=40)
 PHASE_2 = PHASE_1.replace(max_seq_length=512, batch_size=4)  # max_predictions 19 -> 79
 DATA = {"vocab_md5": "md5"}
-TRAIN_DATA = types.SimpleNamespace(vocab=types.SimpleNamespace(md5="md5", size=30522),
-                                   examples=None, tokens=None)
+# The built-in vocab under the md5 DATA names: phases.record copies it beside the run.
+TRAIN_DATA = types.SimpleNamespace(
+    vocab=dataclasses.replace(load_vocab(builtin_vocab_path()), md5="md5"),
+    examples=None, tokens=None)
 
 
 def _record(model_dir, config, step, new_phase=False, end_step=None):
