@@ -27,6 +27,13 @@ flags.DEFINE_string("task", None, "pretraining, or the fine-tuned task to check 
 flags.DEFINE_string("export_dir", None, "saved_model: the model base path (version N+1 is "
                     "written inside); other formats: the directory to write.")
 flags.DEFINE_string("format", "saved_model", "saved_model, tfhub, onnx, tflite or keras_hub.")
+flags.DEFINE_list("length_buckets", [], "saved_model: pad each raw-text batch to the "
+                  "smallest of these lengths that holds its longest sequence (max_seq_length "
+                  "is always one) instead of to that sequence's own length, e.g. 32,64,128; "
+                  "docs/serving.md, 'Performance'.")
+flags.DEFINE_enum("serving_dtype", "float32", ["float32", "bfloat16"], "saved_model: "
+                  "bfloat16 multiplies by bfloat16 copies of the transformer kernels (for CPUs "
+                  "with AMX or AVX512-BF16; accuracy: docs/benchmarks.md).")
 flags.DEFINE_bool("overwrite", False, "Replace an existing --export_dir (formats other than "
                   "saved_model, whose versions are never replaced).")
 
@@ -47,11 +54,20 @@ def main(argv):
     cli.check_output_dir(FLAGS.export_dir, "--export_dir")
     if fmt.name == "saved_model":
       from electra_tf.serving import saved_model
+      from electra_tf.serving.signatures import ServingOptions
 
-      path = saved_model.export(FLAGS.checkpoint, FLAGS.task, FLAGS.export_dir)
+      try:
+        buckets = tuple(int(b) for b in FLAGS.length_buckets)
+      except ValueError:
+        raise UserError(f"--length_buckets={','.join(FLAGS.length_buckets)} must be "
+                        "comma-separated integers, e.g. 32,64,128") from None
+      options = ServingOptions(length_buckets=buckets, dtype=FLAGS.serving_dtype)
+      path = saved_model.export(FLAGS.checkpoint, FLAGS.task, FLAGS.export_dir, options)
       print(f"exported {path}")
       print(saved_model.describe(path))
       return
+    if FLAGS.length_buckets or FLAGS.serving_dtype != "float32":
+      raise UserError("--length_buckets and --serving_dtype are for --format=saved_model")
     formats.check_new_dir(FLAGS.export_dir, FLAGS.overwrite)
     from electra_tf.serving import exporters
 

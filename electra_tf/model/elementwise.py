@@ -17,7 +17,7 @@ def exact_gelu(x: tf.Tensor) -> tf.Tensor:
   `fused.enabled`) the forward and backward are one XLA kernel each; elsewhere they are
   TensorFlow ops with the gradient written out (`_gelu_ops`).
   """
-  if fused.portable():
+  if fused.portable() or fused.serving() is not None:
     return fused.erf_gelu(x)
   if fused.active():
     return fused.gelu(x)
@@ -117,6 +117,15 @@ def _layer_norm(x: tf.Tensor, gamma: tf.Tensor, beta: tf.Tensor, epsilon: float)
     return normed * gamma + beta, grad
 
   return norm(x, gamma, beta)
+
+
+def layer_norm_rows(x: tf.Tensor, layer: tf_keras.layers.LayerNormalization) -> tf.Tensor:
+  """`layer` (normalising the last axis) applied to float32 rows x [rows, H], forward only."""
+  mean = tf.reduce_mean(x, axis=-1, keepdims=True)
+  centred = x - mean
+  rstd = tf.math.rsqrt(tf.reduce_mean(tf.square(centred), axis=-1, keepdims=True)
+                       + layer.epsilon)
+  return centred * rstd * layer.gamma + layer.beta
 
 
 class LayerNorm(tf_keras.layers.LayerNormalization):

@@ -20,6 +20,7 @@ from electra_tf.serving import sources
 from electra_tf.serving.signatures import (
   ClassifierServing,
   PretrainingServing,
+  ServingOptions,
   SquadServing,
   signatures,
 )
@@ -62,7 +63,7 @@ def save(module, export_dir: str) -> str:
     shutil.rmtree(tmp, ignore_errors=True)  # local (above)
 
 
-def serving_module(checkpoint: str, task: str):
+def serving_module(checkpoint: str, task: str, options: ServingOptions | None = None):
   """The serving module of a fine-tuned model directory (or output_dir), or for
   task "pretraining" of any checkpoint converter.load reads. Its raw-text signatures
   tokenize with the vocab's TokenizerSpec."""
@@ -70,7 +71,8 @@ def serving_module(checkpoint: str, task: str):
     loaded = converter.load(checkpoint)
     if loaded.discriminator is None:
       raise UserError(f"{checkpoint} holds no discriminator to export for pretraining")
-    return PretrainingServing(loaded.discriminator, sources.checkpoint_vocab(loaded), 128)
+    return PretrainingServing(loaded.discriminator, sources.checkpoint_vocab(loaded), 128,
+                              options)
   model_dir = fileio.join(checkpoint, BEST_SUBDIR)  # an output_dir holds its best model there
   if not fileio.isdir(model_dir):
     model_dir = checkpoint
@@ -82,18 +84,19 @@ def serving_module(checkpoint: str, task: str):
   if record["task"] in TAGGING_TASKS:
     from electra_tf.serving.tag_signatures import TaggerServing
 
-    return TaggerServing(model, vocab, config, record["spec"])
+    return TaggerServing(model, vocab, config, record["spec"], options)
   if record["task"].startswith("squad"):
     threshold = (record.get("eval") or {}).get("best_f1_thresh", 0.0)
     return SquadServing(model, vocab, {**config, "version_2": record["task"] == "squad_v2.0"},
-                        threshold)
+                        threshold, options)
   return ClassifierServing(model, vocab, config["max_seq_length"],
-                           record["spec"]["label_names"])
+                           record["spec"]["label_names"], options)
 
 
-def export(checkpoint: str, task: str | None, export_dir: str) -> str:
+def export(checkpoint: str, task: str | None, export_dir: str,
+           options: ServingOptions | None = None) -> str:
   """Exports a new version of `checkpoint` to `export_dir`; returns its directory."""
-  return save(serving_module(checkpoint, task), export_dir)
+  return save(serving_module(checkpoint, task, options), export_dir)
 
 
 def export_finetuned(best_dir: str, export_dir: str) -> str:

@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+
+import numpy as np
 import tensorflow as tf
 
 from electra_tf import features as F
@@ -10,6 +14,8 @@ from electra_tf import fileio
 from electra_tf.data.tokenizer import make_tokenizer
 from electra_tf.data.tokenizer_spec import spec_path
 from electra_tf.data.vocab import Vocab
+from electra_tf.errors import UserError
+from electra_tf.model import fused
 from electra_tf.serving import text as serving_text
 
 ID_KEYS = (F.INPUT_IDS, F.INPUT_MASK, F.SEGMENT_IDS)
@@ -19,11 +25,42 @@ def _ids_spec():
   return {k: tf.TensorSpec([None, None], tf.int32, name=k) for k in ID_KEYS}
 
 
+SERVING_DTYPES = ("float32", "bfloat16")
+
+
+@dataclasses.dataclass(frozen=True)
+class ServingOptions:
+  """How the signatures run (docs/serving.md, "Performance").
+
+  Attributes:
+    length_buckets: raw-text signatures pad a batch to its longest sequence when empty;
+      else to the smallest of these lengths that holds it (max_seq_length is always one),
+      so the model sees a few shapes only (`(max_seq_length,)` pads every batch to it).
+    dtype: "bfloat16" multiplies by bfloat16 copies of the transformer blocks' kernels
+      (activations rounded to bfloat16 at each product, accumulated in float32); pays on
+      CPUs with bfloat16 matrix instructions (AMX, AVX512-BF16). "float32": exact.
+  """
+  length_buckets: tuple[int, ...] = ()
+  dtype: str = "float32"
+
+  def __post_init__(self):
+    if self.dtype not in SERVING_DTYPES:
+      raise UserError(f"unknown serving dtype {self.dtype!r}; choose one of {SERVING_DTYPES}")
+    if any(int(b) < 2 for b in self.length_buckets):
+      raise UserError(f"length buckets {list(self.length_buckets)} must each be 2 or more "
+                      "([CLS] and [SEP])")
+
+  def to_dict(self) -> dict:
+    return {"length_buckets": list(self.length_buckets), "dtype": self.dtype}
+
+
 class _Serving(tf.Module):
   """Holds the Keras model, the vocab asset and the in-graph tokenizer (a tf.Module, so the
-  SavedModel tracks its tf.text resources); raw text is tokenized with the vocab's spec."""
+  SavedModel tracks its tf.text resources); raw text is tokenized with the vocab's spec.
+  The model runs in the transformer blocks' serving form (fused.serving_graph)."""
 
-  def __init__(self, model, vocab: Vocab, max_seq_length: int):
+  def __init__(self, model, vocab: Vocab, max_seq_length: int,
+               options: ServingOptions | None = None):
     super().__init__()
     self.model = model
     self.vocab = tf.saved_model.Asset(vocab.path)
@@ -32,6 +69,32 @@ class _Serving(tf.Module):
     self.tokenizer = make_tokenizer(vocab, tf.int32)
     self.max_seq_length = max_seq_length
     self.max_positions = model.encoder.config.max_position_embeddings
+    self.options = options or ServingOptions()
+    if max_seq_length > self.max_positions:
+      raise UserError(f"max_seq_length {max_seq_length} is more than the model's "
+                      f"{self.max_positions} positions")
+    self.buckets = tuple(sorted({int(b) for b in self.options.length_buckets
+                                 if int(b) < max_seq_length}))
+    self.kernel_copies = []
+    if self.options.dtype == "bfloat16":
+      self.kernel_copies = [
+          tf.Variable(tf.cast(tf.reshape(layer.kernel, [-1, int(np.prod(layer.bias.shape))]),
+                              tf.bfloat16), trainable=False, name="bfloat16_kernel")
+          for layer in self._projections()]
+
+  def _projections(self) -> list:
+    return [layer for block in self.model.encoder.blocks for layer in block.serving_kernels()]
+
+  def _serving_graph(self) -> contextlib.AbstractContextManager:
+    """Where the model is called: its blocks trace their serving form (with the bfloat16
+    kernel copies of a bfloat16 export)."""
+    copies = {layer.kernel.ref(): copy
+              for layer, copy in zip(self._projections(), self.kernel_copies)}
+    return fused.serving_graph(copies)
+
+  def _run(self, inputs) -> dict:
+    with self._serving_graph():
+      return self.model(inputs, training=False)
 
   def _check_ids(self, inputs):
     seq = tf.shape(inputs[F.INPUT_IDS])[1]
@@ -43,13 +106,14 @@ class _Serving(tf.Module):
 class ClassifierServing(_Serving):
   """serving_default on ids; classify_text (and classify_text_pair) on raw strings."""
 
-  def __init__(self, model, vocab: Vocab, max_seq_length: int, label_names):
-    super().__init__(model, vocab, max_seq_length)
+  def __init__(self, model, vocab: Vocab, max_seq_length: int, label_names,
+               options: ServingOptions | None = None):
+    super().__init__(model, vocab, max_seq_length, options)
     self.label_names = tf.constant(list(label_names or []), tf.string)
     self.regression = not label_names
 
   def _outputs(self, inputs):
-    out = self.model(inputs, training=False)
+    out = self._run(inputs)
     if self.regression:
       return {"predictions": out["predictions"], "logits": out["logits"]}
     best = tf.argmax(out["probabilities"], -1, output_type=tf.int32)
@@ -63,7 +127,7 @@ class ClassifierServing(_Serving):
   def _text(self, texts):
     vocab = self.tokenizer.vocab
     return self._outputs(serving_text.pack_sentences(
-        self.tokenizer, texts, self.max_seq_length, vocab.cls_id, vocab.sep_id))
+        self.tokenizer, texts, self.max_seq_length, vocab.cls_id, vocab.sep_id, self.buckets))
 
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
   def serve_text(self, text):
@@ -78,14 +142,15 @@ class ClassifierServing(_Serving):
 class SquadServing(_Serving):
   """serving_default on ids (logits); answer on raw question/context strings."""
 
-  def __init__(self, model, vocab: Vocab, config, null_threshold: float):
-    super().__init__(model, vocab, config["max_seq_length"])
+  def __init__(self, model, vocab: Vocab, config, null_threshold: float,
+               options: ServingOptions | None = None):
+    super().__init__(model, vocab, config["max_seq_length"], options)
     self.config = dict(config)
     self.null_threshold = null_threshold
 
   @tf.function(input_signature=[_ids_spec()])
   def serve_ids(self, inputs):
-    out = self.model(self._check_ids(inputs), training=False)
+    out = self._run(self._check_ids(inputs))
     return {k: v for k, v in out.items()}
 
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="question"),
@@ -95,8 +160,8 @@ class SquadServing(_Serving):
     windows = serving_text.SquadWindows(
         self.tokenizer, question, context, max_seq_length=c["max_seq_length"],
         doc_stride=c["doc_stride"], max_query_length=c["max_query_length"],
-        cls_id=vocab.cls_id, sep_id=vocab.sep_id)
-    out = self.model(windows.inputs, training=False)
+        cls_id=vocab.cls_id, sep_id=vocab.sep_id, buckets=self.buckets)
+    out = self._run(windows.inputs)
     spans = serving_text.best_spans(windows, out, n_best_size=c["n_best_size"],
                                     max_answer_length=c["max_answer_length"])
     found = spans["char_start"] >= 0
@@ -121,7 +186,8 @@ class PretrainingServing(_Serving):
   """The discriminator: replaced-token probabilities and the encoder's hidden states."""
 
   def _outputs(self, inputs):
-    hidden = self.model.encoder(inputs, training=False)
+    with self._serving_graph():
+      hidden = self.model.encoder(inputs, training=False)
     logits = self.model.head(hidden)
     return {"replaced_probability": tf.sigmoid(logits), "replaced_logits": logits,
             "hidden_states": tf.cast(hidden, tf.float32)}
@@ -134,7 +200,7 @@ class PretrainingServing(_Serving):
   def serve_text(self, text):
     vocab = self.tokenizer.vocab
     inputs = serving_text.pack_sentences(self.tokenizer, [text], self.max_seq_length,
-                                         vocab.cls_id, vocab.sep_id)
+                                         vocab.cls_id, vocab.sep_id, self.buckets)
     return {**self._outputs(inputs), **inputs}
 
 

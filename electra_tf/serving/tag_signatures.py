@@ -17,7 +17,7 @@ import tensorflow_text as tf_text
 from electra_tf import features as F
 from electra_tf.data.vocab import Vocab
 from electra_tf.serving import text as serving_text
-from electra_tf.serving.signatures import _ids_spec, _Serving
+from electra_tf.serving.signatures import ServingOptions, _ids_spec, _Serving
 from electra_tf.tasks.tagging_metrics import SCHEMES
 
 _OUTSIDE, _DOT = "O", "."
@@ -38,8 +38,9 @@ class TaggerServing(_Serving):
     spec: the run's TaggingSpec as a dict (label_names, scheme).
   """
 
-  def __init__(self, model, vocab: Vocab, config: dict, spec: dict):
-    super().__init__(model, vocab, config["max_seq_length"])
+  def __init__(self, model, vocab: Vocab, config: dict, spec: dict,
+               options: ServingOptions | None = None):
+    super().__init__(model, vocab, config["max_seq_length"], options)
     budget = self.max_seq_length - 2
     self.doc_stride = max(1, min(int(config.get("doc_stride") or budget // 2), budget))
     names = list(spec["label_names"])
@@ -54,8 +55,7 @@ class TaggerServing(_Serving):
 
   @tf.function(input_signature=[_ids_spec()])
   def serve_ids(self, inputs):
-    logits = tf.cast(self.model(self._check_ids(inputs), training=False)["logits"],
-                     tf.float32)
+    logits = tf.cast(self._run(self._check_ids(inputs))["logits"], tf.float32)
     best = tf.argmax(logits, -1, output_type=tf.int32)
     return {"logits": logits, "probabilities": tf.nn.softmax(logits), "label_ids": best,
             "labels": tf.gather(self.label_names, best)}
@@ -125,7 +125,8 @@ class TaggerServing(_Serving):
     vocab = self.tokenizer.vocab
     packed, _ = tf_text.combine_segments([doc], start_of_sequence_id=vocab.cls_id,
                                          end_of_segment_id=vocab.sep_id)
-    ids, mask = tf_text.pad_model_inputs(packed, L, pad_value=vocab.pad_id)
+    length = serving_text.padded_length(serving_text.longest_row(packed), L, self.buckets)
+    ids, mask = serving_text.pad_ragged(packed, length, pad_value=vocab.pad_id)
     inputs = {F.INPUT_IDS: ids, F.INPUT_MASK: mask, F.SEGMENT_IDS: tf.zeros_like(ids)}
     return inputs, count, n, first
 
@@ -136,7 +137,7 @@ class TaggerServing(_Serving):
     per_example = tf.RaggedTensor.from_row_splits(
         words.values, tf.gather(words.row_splits, pieces.row_splits))        # [B, (N)]
     inputs, count, n, first_window = self._windows(per_example)
-    logits = tf.cast(self.model(inputs, training=False)["logits"], tf.float32)
+    logits = tf.cast(self._run(inputs)["logits"], tf.float32)
     row = tf.cast(pieces.value_rowids(), tf.int32)                            # [TW]
     f = tf.cast(words.row_splits[:-1] - tf.gather(per_example.row_splits, row), tf.int32)
     stride, budget = self.doc_stride, self.max_seq_length - 2

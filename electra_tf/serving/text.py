@@ -11,9 +11,34 @@ from electra_tf import features as F
 _NEG_INF = float("-inf")
 
 
+def padded_length(longest: tf.Tensor, max_seq_length: int,
+                  buckets: tuple[int, ...] = ()) -> tf.Tensor:
+  """int32 scalar: the length a batch whose longest sequence has `longest` (<=
+  max_seq_length) tokens is padded to: that length itself when `buckets` is empty, else the
+  smallest bucket that holds it (max_seq_length is always a bucket)."""
+  longest = tf.cast(longest, tf.int32)
+  if not buckets:
+    return longest
+  sizes = tf.constant(sorted({b for b in buckets if 0 < b < max_seq_length} | {max_seq_length}),
+                      tf.int32)
+  return tf.reduce_min(tf.where(sizes >= longest, sizes, max_seq_length))
+
+
+def longest_row(ids: tf.RaggedTensor) -> tf.Tensor:
+  """The longest row of ids [B, (n)], at least 2 ([CLS] [SEP]) so an empty batch has a shape."""
+  return tf.maximum(tf.reduce_max(ids.row_lengths()), 2)
+
+
+def pad_ragged(ids: tf.RaggedTensor, length: tf.Tensor, pad_value: int = 0):
+  """int32 [B, length] ids and input mask of ragged [B, (n)] ids, each n <= length."""
+  ids, mask = tf_text.pad_model_inputs(tf.cast(ids, tf.int32), length, pad_value=pad_value)
+  return ids, tf.cast(mask, tf.int32)
+
+
 def pack_sentences(tokenizer, texts: list[tf.Tensor], max_seq_length: int, cls_id: int,
-                   sep_id: int) -> dict[str, tf.Tensor]:
-  """[CLS] a [SEP] (b [SEP]) as int32 [B, max_seq_length] model inputs.
+                   sep_id: int, buckets: tuple[int, ...] = ()) -> dict[str, tf.Tensor]:
+  """[CLS] a [SEP] (b [SEP]) as int32 [B, L] model inputs, L the longest in the batch (or
+  its length bucket, see padded_length), never more than max_seq_length.
 
   Pairs are trimmed round-robin, like classification_data.encode's longest-first rule.
   """
@@ -22,9 +47,10 @@ def pack_sentences(tokenizer, texts: list[tf.Tensor], max_seq_length: int, cls_i
   segments = tf_text.RoundRobinTrimmer(budget).trim(segments)
   ids, segment_ids = tf_text.combine_segments(segments, start_of_sequence_id=cls_id,
                                               end_of_segment_id=sep_id)
-  ids, mask = tf_text.pad_model_inputs(ids, max_seq_length)
-  segment_ids, _ = tf_text.pad_model_inputs(segment_ids, max_seq_length)
-  return {F.INPUT_IDS: ids, F.INPUT_MASK: mask, F.SEGMENT_IDS: tf.cast(segment_ids, tf.int32)}
+  length = padded_length(longest_row(ids), max_seq_length, buckets)
+  ids, mask = pad_ragged(ids, length)
+  segment_ids, _ = pad_ragged(segment_ids, length)
+  return {F.INPUT_IDS: ids, F.INPUT_MASK: mask, F.SEGMENT_IDS: segment_ids}
 
 
 def _char_offsets(texts: tf.Tensor, byte_offsets: tf.RaggedTensor) -> tf.RaggedTensor:
@@ -41,17 +67,19 @@ class SquadWindows:
   """Every window of a batch of (question, context) pairs, as squad_data.convert_examples
   makes them (one row per window, example-major).
 
+  Windows are cut as for max_seq_length; the batch is padded to its longest window L (or
+  that length's bucket, see padded_length).
+
   Attributes:
-    inputs: model inputs, int32 [W, max_seq_length].
+    inputs: model inputs, int32 [W, L].
     example: int32 [W] the example each window belongs to.
-    char_starts, char_ends: int64 [W, max_seq_length] character span of each position's
-      context token, -1 elsewhere.
-    max_context: bool [W, max_seq_length].
+    char_starts, char_ends: int64 [W, L] character span of each position's context token,
+      -1 elsewhere.
+    max_context: bool [W, L].
   """
 
   def __init__(self, tokenizer, questions, contexts, *, max_seq_length: int, doc_stride: int,
-               max_query_length: int, cls_id: int, sep_id: int):
-    L = max_seq_length
+               max_query_length: int, cls_id: int, sep_id: int, buckets: tuple[int, ...] = ()):
     query = tf.cast(tokenizer.tokenize(questions), tf.int32)[:, :max_query_length]
     ids, byte_starts, byte_ends = tokenizer.tokenize_with_offsets(contexts)
     ids = tf.cast(ids, tf.int32)
@@ -59,7 +87,7 @@ class SquadWindows:
     char_ends = _char_offsets(contexts, byte_ends)
     n = tf.cast(ids.row_lengths(), tf.int32)                                  # [B]
     q_len = tf.cast(query.row_lengths(), tf.int32)
-    window = L - q_len - 3                                                    # [B]
+    window = max_seq_length - q_len - 3                                       # [B]
     step = tf.minimum(window, doc_stride)
     count = 1 + (tf.maximum(n - window, 0) + step - 1) // step                # [B]
     self.example = tf.repeat(tf.range(tf.size(n)), count)                     # [W]
@@ -75,10 +103,10 @@ class SquadWindows:
     windows_query = tf.gather(query, self.example)
     packed, segment_ids = tf_text.combine_segments(
         [windows_query, doc], start_of_sequence_id=cls_id, end_of_segment_id=sep_id)
-    input_ids, mask = tf_text.pad_model_inputs(packed, L)
-    segment_ids, _ = tf_text.pad_model_inputs(segment_ids, L)
-    self.inputs = {F.INPUT_IDS: input_ids, F.INPUT_MASK: mask,
-                   F.SEGMENT_IDS: tf.cast(segment_ids, tf.int32)}
+    L = padded_length(longest_row(packed), max_seq_length, buckets)
+    input_ids, mask = pad_ragged(packed, L)
+    segment_ids, _ = pad_ragged(segment_ids, L)
+    self.inputs = {F.INPUT_IDS: input_ids, F.INPUT_MASK: mask, F.SEGMENT_IDS: segment_ids}
     # Context position j of a window sits at sequence position offset + j.
     offset = tf.gather(q_len, self.example) + 2                               # [W]
     j = tf.range(L)[tf.newaxis, :] - offset[:, tf.newaxis]                    # [W, L]

@@ -140,7 +140,8 @@ def test_reloaded_exports_match_keras_and_python(exports, tmp_path):
       "inputs": {"squad1": {"serving_default": squad_ids, "answer": questions},
                  "squad2": {"serving_default": squad_ids, "answer": questions},
                  "pair": {"serving_default": ids, "classify_text_pair": {
-                     "text_a": [p.texts[0] for p in pairs], "text_b": [p.texts[1] for p in pairs]}},
+                     "text_a": [p.texts[0] for p in pairs], "text_b": [p.texts[1] for p in pairs]},
+                     "classify_text": {"text": SHORT}},
                  "rtd": {"serving_default": ids, "detect_text": {"text": ["a b c", ""]}}}}
   (tmp_path / "req.json").write_text(json.dumps(request))
   result = subprocess.run([sys.executable, "-c", RELOAD, str(tmp_path / "req.json"),
@@ -163,6 +164,7 @@ def test_reloaded_exports_match_keras_and_python(exports, tmp_path):
   text = out["rtd/detect_text"]  # raw text: the ids it built, scored like the Keras model
   built = {k: tf.constant(text[k]) for k in ("input_ids", "input_mask", "segment_ids")}
   assert text["input_ids"][1][:2] == [101, 102]  # "" -> [CLS] [SEP]
+  assert len(text["input_ids"][0]) == 5  # padded to the batch's longest, [CLS] a b c [SEP]
   np.testing.assert_allclose(text["replaced_probability"], tf.sigmoid(disc(built)).numpy(),
                              atol=1e-5)
 
@@ -172,6 +174,10 @@ def test_reloaded_exports_match_keras_and_python(exports, tmp_path):
                              keras_pair["probabilities"].numpy(), atol=1e-5)
   assert out["pair/classify_text_pair"]["labels"] == [
       ("no", "yes")[i] for i in keras_pair["probabilities"].numpy().argmax(-1)]
+  # Sentences of mixed lengths, served padded to the longest of the batch: the Keras model's
+  # numbers on the same sentences padded to max_seq_length.
+  np.testing.assert_allclose(out["pair/classify_text"]["probabilities"],
+                             _keras_short(exports["pair"][0], tokenizer), atol=1e-5)
 
   # Raw text SQuAD: the same answers and offsets as finetune.py's Python path.
   for name, threshold in (("squad1", None), ("squad2", 0.0)):
@@ -189,6 +195,19 @@ def test_reloaded_exports_match_keras_and_python(exports, tmp_path):
     assert out[f"{name}/warmup"] >= 2  # every warmup request replays
 
 
+SHORT = ["Good.", "A warm, funny and moving film about two old friends.", "", "Dull!"]
+
+
+def _keras_short(model, tokenizer):
+  """The pair classifier's probabilities on SHORT as finetune.py encodes them (24 tokens)."""
+  single = classification_data.TaskSpec("classification", ("a",), "label", ("no", "yes"),
+                                        ("accuracy",), "accuracy")
+  enc = classification_data.encode([classification_data.Example((t,), 0) for t in SHORT],
+                                   tokenizer, 24, single)
+  return model({k: tf.constant(enc[k]) for k in ("input_ids", "input_mask", "segment_ids")},
+               training=False)["probabilities"].numpy()
+
+
 def ids_for_squad(tokenizer):
   enc = classification_data.encode(
       [classification_data.Example(("Who?", "Paris is in France."), 0)] * 2, tokenizer, 64,
@@ -203,9 +222,19 @@ def test_versions_cli_and_bad_requests(exports, tmp_path):
   os.makedirs(os.path.join(base, ".tmp-stale"))  # a crashed export is not a version
   src = os.path.join(os.path.dirname(base), "pair-run")
   env = command_env()
-  result = run_command("export", f"--checkpoint={src}", f"--export_dir={base}")
+  bad = run_command("export", f"--checkpoint={src}", f"--export_dir={base}",
+                    "--length_buckets=16,x")
+  assert bad.returncode == 2 and "comma-separated integers" in bad.stderr, bad.stderr
+  result = run_command("export", f"--checkpoint={src}", f"--export_dir={base}",
+                       "--length_buckets=8,16", "--serving_dtype=bfloat16")
   assert result.returncode == 0, result.stderr[-3000:]
   assert os.path.isdir(os.path.join(base, "2")) and os.path.isdir(pair_path)
+  # Version 2 multiplies in bfloat16 with 8/16/24-token buckets: near the float32 model.
+  served = tf.saved_model.load(os.path.join(base, "2")).signatures["classify_text"](
+      text=tf.constant(SHORT))["probabilities"].numpy()
+  want = _keras_short(exports["pair"][0], WordPieceTokenizer(builtin_vocab_path()))
+  np.testing.assert_allclose(served, want, atol=2e-2)
+  assert np.abs(served - want).max() > 0  # it did round to bfloat16
   show = subprocess.run([os.path.join(os.path.dirname(sys.executable), "saved_model_cli"),
                          "show", "--all", "--dir", pair_path], capture_output=True, text=True,
                         env=env, timeout=300)
