@@ -3,7 +3,7 @@ with its raw-text signatures, transformers' PyTorch model with its fast tokenize
 Runtime on our ONNX export with a Hugging Face tokenizer. Text in, the task's answer out.
 
   python bench/serving/serving.py [--rounds=5] [--threads=2] [--keep_dir=DIR]
-      [--sides=ours,transformers,onnxruntime] [--ours_variant=NAME=SAVEDMODEL_VERSION_DIR ...]
+      [--sides=ours,transformers,onnxruntime] [--ours_variant=NAME=VERSION_DIR[,VERSION_DIR] ...]
   python bench/serving/serving.py --quick      (1 round on few inputs: checks that it runs)
 
 Models, the same weights on every side: all-MiniLM-L6-v2 (requirements-data.txt) as a 2-class
@@ -17,7 +17,7 @@ threads (inter-op 1 for TF and ONNX Runtime; RAYON_NUM_THREADS for the fast toke
                 and padded in the graph as the export does.
   transformers  AutoTokenizer (fast) of the MiniLM folder + torch under inference_mode.
   onnxruntime   our ONNX model + AutoTokenizer of its export folder; int32 inputs.
-  NAME          each --ours_variant NAME=DIR (a SavedModel version dir, e.g. a bfloat16
+  NAME          each --ours_variant NAME=DIR[,DIR] (SavedModel version dirs, e.g. bfloat16
                 export), run like ours on the workloads of the signatures it has.
 transformers and onnxruntime share their code: padding="longest", softmax + argmax, and for
 SQuAD the best start + end logit over the context tokens of all windows of an example
@@ -379,7 +379,8 @@ def start_sides(args, root: str) -> list[Side]:
     name, _, path = variant.partition("=")
     if not path or name in specs:
       raise SystemExit(f"--ours_variant={variant}: give NAME=DIR with a new NAME")
-    specs[name] = {"side": "ours", "paths": [os.path.abspath(path)], "threads": args.threads}
+    specs[name] = {"side": "ours", "paths": [os.path.abspath(p) for p in path.split(",")],
+                   "threads": args.threads}
   sides = [Side(name, spec, root) for name, spec in specs.items()]
   for side in sides:  # they load side by side; nothing is timed yet
     side.tasks = set(side.receive()["tasks"])

@@ -22,7 +22,10 @@ def create_slots(optimizer, variables) -> None:
 
   A checkpoint restored earlier fills them as they are created, as it would in the step.
   """
-  optimizer._create_all_weights(variables)  # noqa: SLF001  (a LossScaleOptimizer delegates)
+  if hasattr(optimizer, "_create_all_weights"):  # legacy optimizers and LossScaleOptimizer
+    optimizer._create_all_weights(variables)  # noqa: SLF001
+  else:  # tf_keras.optimizers.Adam and the other current optimizers
+    optimizer.build(variables)
 
 
 def make_train_function(model):
