@@ -15,14 +15,24 @@ onnx_cls folder of bench/serving/serving.py --keep_dir), ONNX Runtime running th
 model on [1, M] ids (its threads not spinning between calls, which would take the cores
 from the next side). Side by side in one process, in alternating rounds; 2 threads each.
 
+With --run=RUN_DIR --saved_model=VERSION_DIR (a fine-tuning run of a MiniLM classifier and
+its SavedModel, as bench/serving/serving.py --keep_dir leaves in cls_run and ours_cls/1), the
+whole model too, on [1, M] ids, in fresh processes with 1 and with 2 intra-op threads, alternating:
+the SavedModel's serving_default, and the Keras model's serving form as a tf.function with
+and without jit_compile (XLA).
+
   python bench/serving/gemm_floor.py [--rows=27,64,128] [--onnx=DIR] [--rounds=30]
+      [--run=RUN_DIR --saved_model=VERSION_DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import json
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -30,13 +40,82 @@ import numpy as np
 WIDTH, INNER, LAYERS = 384, 1536, 6
 
 
+def whole_model(args) -> None:
+  """(child) p50 ms of the whole classifier on [1, rows] ids at --threads intra-op threads."""
+  import tensorflow as tf
+  import tensorflow_text  # noqa: F401  the SavedModel's text signatures need its ops
+
+  tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+  tf.config.threading.set_inter_op_parallelism_threads(1)
+  from electra_tf.model import fused
+  from electra_tf.training.finetuned import load_finetuned
+
+  served = tf.saved_model.load(args.saved_model).signatures["serving_default"]
+  model, _ = load_finetuned(os.path.join(args.run, "best"))
+
+  def forward(inputs):
+    with fused.serving_graph():
+      return model(inputs, training=False)["logits"]
+
+  spec = [{k: tf.TensorSpec([None, None], tf.int32) for k in ("input_ids", "input_mask",
+                                                             "segment_ids")}]
+  graph = tf.function(forward, input_signature=spec)
+  xla = tf.function(forward, input_signature=spec, jit_compile=True)
+  out = {}
+  for rows in (int(r) for r in args.rows.split(",")):
+    ids = tf.fill([1, rows], 2000)
+    feed = {"input_ids": ids, "input_mask": tf.ones_like(ids), "segment_ids": tf.zeros_like(ids)}
+    calls = {"SavedModel serving_default": lambda f=feed: served(**f)["logits"].numpy(),
+             "Keras serving form": lambda f=feed: graph(f).numpy(),
+             "Keras serving form, XLA": lambda f=feed: xla(f).numpy()}
+    for name, call in calls.items():
+      call(), call()
+      times = []
+      for _ in range(args.rounds):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+      out[f"{name}|{rows}"] = 1e3 * float(np.median(times))
+  print("RESULT " + json.dumps(out))
+
+
+def whole_model_table(args) -> None:
+  """Fresh child processes at 1 and 2 threads, alternating three times; medians."""
+  results = collections.defaultdict(list)
+  for _ in range(3):
+    for threads in (1, 2):
+      run = subprocess.run([sys.executable, os.path.abspath(__file__), "--child",
+                            f"--run={args.run}", f"--saved_model={args.saved_model}",
+                            f"--rows={args.rows}",
+                            f"--rounds={args.rounds}", f"--threads={threads}"],
+                           capture_output=True, text=True, check=False,
+                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+      lines = [line for line in run.stdout.splitlines() if line.startswith("RESULT ")]
+      if run.returncode or not lines:
+        sys.exit(f"whole-model child failed:\n{run.stderr[-3000:]}")
+      for key, ms in json.loads(lines[-1][len("RESULT "):]).items():
+        results[(key, threads)].append(ms)
+  rows = args.rows.split(",")
+  print("\n| whole model, [1, M] ids | threads | " + " | ".join(f"M = {r}" for r in rows)
+        + " |\n|---|---|" + "---|" * len(rows))
+  for name in ("SavedModel serving_default", "Keras serving form", "Keras serving form, XLA"):
+    for threads in (1, 2):
+      cells = [f"{np.median(results[(f'{name}|{r}', threads)]):.2f} ms" for r in rows]
+      print(f"| {name} | {threads} | " + " | ".join(cells) + " |")
+
+
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--rows", default="27,64,128")
   parser.add_argument("--onnx", help="an ONNX export folder of a MiniLM classifier")
+  parser.add_argument("--run", help="a fine-tuning run of a MiniLM classifier")
+  parser.add_argument("--saved_model", help="its SavedModel version directory")
   parser.add_argument("--rounds", type=int, default=30)
   parser.add_argument("--threads", type=int, default=2)
+  parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
   args = parser.parse_args()
+  if args.child:
+    return whole_model(args)
 
   import tensorflow as tf
   import torch
@@ -115,6 +194,8 @@ def main() -> None:
       rate = "" if name.startswith("onnx") else f" ({flops_per_row * rows / p50 / 1e9:.0f} GFLOP/s)"
       cells.append(f"{1e3 * p50:.2f} ms{rate}")
     print(f"| {rows} | " + " | ".join(cells) + " |")
+  if args.run and args.saved_model:
+    whole_model_table(args)
   info = open("/proc/cpuinfo").read()
   print("\nCPU: " + next(line.split(":", 1)[1].strip() for line in info.splitlines()
                          if line.startswith("model name"))
