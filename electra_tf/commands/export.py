@@ -34,6 +34,9 @@ flags.DEFINE_list("length_buckets", [], "saved_model: pad each raw-text batch to
 flags.DEFINE_enum("serving_dtype", "float32", ["float32", "bfloat16"], "saved_model: "
                   "bfloat16 multiplies by bfloat16 copies of the transformer kernels (for CPUs "
                   "with AMX or AVX512-BF16; accuracy: docs/benchmarks.md).")
+flags.DEFINE_bool("jit_compile", False, "saved_model: run the model XLA-compiled (TF Serving "
+                  "needs --xla_cpu_compilation_enabled=true; every new input shape compiles "
+                  "once, so use it with --length_buckets).")
 flags.DEFINE_bool("overwrite", False, "Replace an existing --export_dir (formats other than "
                   "saved_model, whose versions are never replaced).")
 
@@ -61,13 +64,15 @@ def main(argv):
       except ValueError:
         raise UserError(f"--length_buckets={','.join(FLAGS.length_buckets)} must be "
                         "comma-separated integers, e.g. 32,64,128") from None
-      options = ServingOptions(length_buckets=buckets, dtype=FLAGS.serving_dtype)
+      options = ServingOptions(length_buckets=buckets, dtype=FLAGS.serving_dtype,
+                               jit_compile=FLAGS.jit_compile)
       path = saved_model.export(FLAGS.checkpoint, FLAGS.task, FLAGS.export_dir, options)
       print(f"exported {path}")
       print(saved_model.describe(path))
       return
-    if FLAGS.length_buckets or FLAGS.serving_dtype != "float32":
-      raise UserError("--length_buckets and --serving_dtype are for --format=saved_model")
+    if FLAGS.length_buckets or FLAGS.serving_dtype != "float32" or FLAGS.jit_compile:
+      raise UserError("--length_buckets, --serving_dtype and --jit_compile are for "
+                      "--format=saved_model")
     formats.check_new_dir(FLAGS.export_dir, FLAGS.overwrite)
     from electra_tf.serving import exporters
 

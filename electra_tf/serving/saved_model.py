@@ -71,8 +71,9 @@ def serving_module(checkpoint: str, task: str, options: ServingOptions | None = 
     loaded = converter.load(checkpoint)
     if loaded.discriminator is None:
       raise UserError(f"{checkpoint} holds no discriminator to export for pretraining")
-    return PretrainingServing(loaded.discriminator, sources.checkpoint_vocab(loaded), 128,
-                              options)
+    positions = loaded.discriminator.encoder.config.max_position_embeddings
+    return PretrainingServing(loaded.discriminator, sources.checkpoint_vocab(loaded),
+                              min(128, positions), options)
   model_dir = fileio.join(checkpoint, BEST_SUBDIR)  # an output_dir holds its best model there
   if not fileio.isdir(model_dir):
     model_dir = checkpoint

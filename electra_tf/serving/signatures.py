@@ -39,9 +39,13 @@ class ServingOptions:
     dtype: "bfloat16" multiplies by bfloat16 copies of the transformer blocks' kernels
       (activations rounded to bfloat16 at each product, accumulated in float32); pays on
       CPUs with bfloat16 matrix instructions (AMX, AVX512-BF16). "float32": exact.
+    jit_compile: the model runs as an XLA-compiled function (TF Serving needs
+      --xla_cpu_compilation_enabled=true); each new input shape compiles once, so pair it
+      with length_buckets.
   """
   length_buckets: tuple[int, ...] = ()
   dtype: str = "float32"
+  jit_compile: bool = False
 
   def __post_init__(self):
     if self.dtype not in SERVING_DTYPES:
@@ -51,7 +55,8 @@ class ServingOptions:
                       "([CLS] and [SEP])")
 
   def to_dict(self) -> dict:
-    return {"length_buckets": list(self.length_buckets), "dtype": self.dtype}
+    return {"length_buckets": list(self.length_buckets), "dtype": self.dtype,
+            "jit_compile": self.jit_compile}
 
 
 class _Serving(tf.Module):
@@ -81,6 +86,8 @@ class _Serving(tf.Module):
           tf.Variable(tf.cast(tf.reshape(layer.kernel, [-1, int(np.prod(layer.bias.shape))]),
                               tf.bfloat16), trainable=False, name="bfloat16_kernel")
           for layer in self._projections()]
+    if self.options.jit_compile:
+      self._compiled = tf.function(self._serving_forward, jit_compile=True)
 
   def _projections(self) -> list:
     return [layer for block in self.model.encoder.blocks for layer in block.serving_kernels()]
@@ -92,9 +99,19 @@ class _Serving(tf.Module):
               for layer, copy in zip(self._projections(), self.kernel_copies)}
     return fused.serving_graph(copies)
 
-  def _run(self, inputs) -> dict:
+  def _forward(self, inputs) -> dict:
+    return self.model(inputs, training=False)
+
+  def _serving_forward(self, inputs) -> dict:
     with self._serving_graph():
-      return self.model(inputs, training=False)
+      return self._forward(inputs)
+
+  def _run(self, inputs) -> dict:
+    """The model's outputs on int32 [B, L] inputs, in its serving form (XLA-compiled with
+    jit_compile)."""
+    if self.options.jit_compile:
+      return self._compiled(inputs)
+    return self._serving_forward(inputs)
 
   def _check_ids(self, inputs):
     seq = tf.shape(inputs[F.INPUT_IDS])[1]
@@ -185,12 +202,15 @@ class SquadServing(_Serving):
 class PretrainingServing(_Serving):
   """The discriminator: replaced-token probabilities and the encoder's hidden states."""
 
+  def _forward(self, inputs):
+    hidden = self.model.encoder(inputs, training=False)
+    return {"hidden": hidden, "logits": self.model.head(hidden)}
+
   def _outputs(self, inputs):
-    with self._serving_graph():
-      hidden = self.model.encoder(inputs, training=False)
-    logits = self.model.head(hidden)
+    out = self._run(inputs)
+    logits = out["logits"]
     return {"replaced_probability": tf.sigmoid(logits), "replaced_logits": logits,
-            "hidden_states": tf.cast(hidden, tf.float32)}
+            "hidden_states": tf.cast(out["hidden"], tf.float32)}
 
   @tf.function(input_signature=[_ids_spec()])
   def serve_ids(self, inputs):

@@ -1,6 +1,7 @@
 """The signatures' serving form, in process: the transformer blocks written out as 2-D
 products equal the Keras call; raw text padded to the batch's longest sequence or to its
-length bucket gives the same numbers; bfloat16 kernel copies stay near float32."""
+length bucket, and the XLA-compiled model, give the same numbers; bfloat16 kernel copies
+stay near float32."""
 
 import numpy as np
 import pytest
@@ -87,14 +88,15 @@ def test_padding_and_bfloat16_paths(classifier):
   assert longest < 16
   widths = {}
   for name, options in (("longest", ServingOptions()),
-                        ("buckets", ServingOptions(length_buckets=(8, 16)))):
+                        ("buckets", ServingOptions(length_buckets=(8, 16))),
+                        ("xla", ServingOptions(length_buckets=(8, 16), jit_compile=True))):
     module = ClassifierServing(classifier, vocab, 24, SPEC.label_names, options)
     inputs, probs = _texts_through(module, TEXTS)
     widths[name] = inputs["input_ids"].shape[1]
     np.testing.assert_array_equal(inputs["input_ids"].numpy()[:, :longest],
                                   enc["input_ids"][:, :longest])
     np.testing.assert_allclose(probs, want, atol=1e-5)
-  assert widths == {"longest": longest, "buckets": 16}
+  assert widths == {"longest": longest, "buckets": 16, "xla": 16}
   # One short sentence alone: the smallest bucket.
   module = ClassifierServing(classifier, vocab, 24, SPEC.label_names,
                              ServingOptions(length_buckets=(8, 16)))
