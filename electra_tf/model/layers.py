@@ -10,9 +10,9 @@ import tensorflow as tf
 import tf_keras
 from official.nlp.modeling import layers as nlp_layers
 
-from electra_tf.model import fused
+from electra_tf.model import fused, serving_form
 from electra_tf.model.dropout import SeededDropout
-from electra_tf.model.elementwise import EinsumDense, LayerNorm, exact_gelu, layer_norm_rows
+from electra_tf.model.elementwise import EinsumDense, LayerNorm, exact_gelu
 
 
 def truncated_normal(stddev: float) -> tf_keras.initializers.Initializer:
@@ -227,54 +227,10 @@ class ElectraTransformerBlock(nlp_layers.TransformerEncoderBlock):
         self._inner_activation, dtype=self.dtype_policy, name="activation")
 
   def call(self, inputs, output_range=None):
-    if fused.serving() is not None and output_range is None and self._has_serving_form(inputs):
-      return self._serving_call(inputs)
+    if (fused.serving() is not None and output_range is None
+        and serving_form.applies(self, inputs)):
+      return serving_form.block_call(self, inputs)
     return super().call(inputs, output_range=output_range)
-
-  def _has_serving_form(self, inputs) -> bool:
-    """Whether this block is the plain post-LayerNorm BERT block in float32 that
-    `_serving_call` writes out (anything else serves through Model Garden's call)."""
-    att = self._attention_layer
-    return (isinstance(inputs, (list, tuple)) and len(inputs) == 2 and not self._norm_first
-            and self._use_query_residual and not self._return_attention_scores
-            and not self._linformer_dim and self._use_bias and self.compute_dtype == "float32"
-            and inputs[0].shape.rank == 3 and att._attention_axes == (1,))
-
-  def _serving_call(self, inputs):
-    """The block in inference on [B, T, H] as 2-D products over the B * T rows (see
-    fused.serving_graph); same variables and, within float32 rounding, same outputs."""
-    hidden, mask = inputs
-    att, kernels = self._attention_layer, fused.serving()
-    shape, width = tf.shape(hidden), hidden.shape[-1]
-    heads, size = att._num_heads, att._key_dim
-
-    def project(layer, rows):
-      kernel = kernels.get(layer.kernel.ref())
-      if kernel is None:
-        kernel = tf.reshape(layer.kernel, [rows.shape[-1], -1])
-      out = tf.matmul(tf.cast(rows, kernel.dtype), kernel)
-      return tf.nn.bias_add(tf.cast(out, rows.dtype), tf.reshape(layer.bias, [-1]))
-
-    def heads_major(rows):  # [B * T, N * D] -> [B, N, T, D]
-      return tf.transpose(tf.reshape(rows, [shape[0], shape[1], heads, size]), [0, 2, 1, 3])
-
-    rows = tf.reshape(hidden, [-1, width])
-    query = heads_major(project(att._query_dense, rows)) * (1.0 / math.sqrt(float(size)))
-    scores = tf.matmul(query, heads_major(project(att._key_dense, rows)), transpose_b=True)
-    probs = att._masked_softmax(scores, mask)
-    context = tf.matmul(probs, heads_major(project(att._value_dense, rows)))
-    context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, heads * size])
-    rows = layer_norm_rows(project(att._output_dense, context) + rows,
-                           self._attention_layer_norm)
-    inner = self._intermediate_activation_layer(project(self._intermediate_dense, rows))
-    out = layer_norm_rows(project(self._output_dense, inner) + rows, self._output_layer_norm)
-    return tf.reshape(out, shape)
-
-  def serving_kernels(self) -> list:
-    """The projection layers `_serving_call` multiplies by (for copies in another dtype)."""
-    att = self._attention_layer
-    return [att._query_dense, att._key_dense, att._value_dense, att._output_dense,
-            self._intermediate_dense, self._output_dense]
 
   def get_config(self):
     config = super().get_config()

@@ -15,7 +15,7 @@ from electra_tf.data.tokenizer import make_tokenizer
 from electra_tf.data.tokenizer_spec import spec_path
 from electra_tf.data.vocab import Vocab
 from electra_tf.errors import UserError
-from electra_tf.model import fused
+from electra_tf.model import fused, serving_form
 from electra_tf.serving import text as serving_text
 
 ID_KEYS = (F.INPUT_IDS, F.INPUT_MASK, F.SEGMENT_IDS)
@@ -90,7 +90,8 @@ class _Serving(tf.Module):
       self._compiled = tf.function(self._serving_forward, jit_compile=True)
 
   def _projections(self) -> list:
-    return [layer for block in self.model.encoder.blocks for layer in block.serving_kernels()]
+    return [layer for block in self.model.encoder.blocks
+            for layer in serving_form.projections(block)]
 
   def _serving_graph(self) -> contextlib.AbstractContextManager:
     """Where the model is called: its blocks trace their serving form (with the bfloat16

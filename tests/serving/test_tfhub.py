@@ -44,7 +44,8 @@ def test_hub_keras_layer_matches_ours(exported):
   texts = [e.texts[0] for e in _sentences(48)] + ["", "Zürich café 东京 🙂"]
   inputs = preprocess(tf.constant(texts))
   ours = text.pack_sentences(WordPieceTokenizer(builtin_vocab_path()), [tf.constant(texts)],
-                             tfhub.DEFAULT_SEQ_LENGTH, 101, 102)
+                             tfhub.DEFAULT_SEQ_LENGTH, 101, 102,
+                             buckets=(tfhub.DEFAULT_SEQ_LENGTH,))  # TF Hub's fixed length
   for hub_key, our_key in tfhub.HUB_INPUTS.items():
     np.testing.assert_array_equal(inputs[hub_key].numpy(), ours[our_key].numpy())
 
