@@ -134,7 +134,8 @@ def export_all(root: str) -> tuple[list[dict], dict[str, np.ndarray], str]:
   classifier, run_dir = _classifier_run(root)
   sentence = classification_data.movie_reviews(seed=0)[2][0].texts[0]
   feed = serving_text.pack_sentences(make_tokenizer(encoder.vocab),
-                                     [tf.constant([sentence])], SEQ_LENGTH, 101, 102)
+                                     [tf.constant([sentence])], SEQ_LENGTH, 101, 102,
+                                     buckets=(SEQ_LENGTH,))
   np.savez(os.path.join(root, "inputs.npz"), **{k: feed[k].numpy() for k in ID_KEYS})
   reference = {"encoder": encoder.encoder(feed, training=False).numpy(),
                "classifier": classifier(feed, training=False)["logits"].numpy(),

@@ -37,7 +37,7 @@ class ServingOptions:
       else to the smallest of these lengths that holds it (max_seq_length is always one),
       so the model sees a few shapes only (`(max_seq_length,)` pads every batch to it).
     dtype: "bfloat16" multiplies by bfloat16 copies of the transformer blocks' kernels
-      (activations rounded to bfloat16 at each product, accumulated in float32); pays on
+      (a product's inputs and result rounded to bfloat16, its sums in float32); pays on
       CPUs with bfloat16 matrix instructions (AMX, AVX512-BF16). "float32": exact.
     jit_compile: the model runs as an XLA-compiled function (TF Serving needs
       --xla_cpu_compilation_enabled=true); each new input shape compiles once, so pair it
@@ -78,10 +78,15 @@ class _Serving(tf.Module):
     if max_seq_length > self.max_positions:
       raise UserError(f"max_seq_length {max_seq_length} is more than the model's "
                       f"{self.max_positions} positions")
-    self.buckets = tuple(sorted({int(b) for b in self.options.length_buckets
-                                 if int(b) < max_seq_length}))
+    # A bucket past max_seq_length is max_seq_length (padded_length always has that one).
+    self.buckets = tuple(sorted({min(int(b), max_seq_length)
+                                 for b in self.options.length_buckets}))
     self.kernel_copies = []
     if self.options.dtype == "bfloat16":
+      dtypes = {block.compute_dtype for block in model.encoder.blocks}
+      if dtypes != {"float32"}:
+        raise UserError(f"--serving_dtype=bfloat16 needs a float32 model; this one computes "
+                        f"in {', '.join(sorted(dtypes))}")
       self.kernel_copies = [
           tf.Variable(tf.cast(tf.reshape(layer.kernel, [-1, int(np.prod(layer.bias.shape))]),
                               tf.bfloat16), trainable=False, name="bfloat16_kernel")

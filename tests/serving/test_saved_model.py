@@ -226,10 +226,11 @@ def test_versions_cli_and_bad_requests(exports, tmp_path):
                     "--length_buckets=16,x")
   assert bad.returncode == 2 and "comma-separated integers" in bad.stderr, bad.stderr
   result = run_command("export", f"--checkpoint={src}", f"--export_dir={base}",
-                       "--length_buckets=8,16", "--serving_dtype=bfloat16")
+                       "--length_buckets=8,16", "--serving_dtype=bfloat16", "--jit_compile")
   assert result.returncode == 0, result.stderr[-3000:]
   assert os.path.isdir(os.path.join(base, "2")) and os.path.isdir(pair_path)
-  # Version 2 multiplies in bfloat16 with 8/16/24-token buckets: near the float32 model.
+  # Version 2 multiplies in bfloat16, XLA-compiled, with 8/16/24-token buckets: near the
+  # float32 model after a reload.
   served = tf.saved_model.load(os.path.join(base, "2")).signatures["classify_text"](
       text=tf.constant(SHORT))["probabilities"].numpy()
   want = _keras_short(exports["pair"][0], WordPieceTokenizer(builtin_vocab_path()))

@@ -97,10 +97,13 @@ def test_padding_and_bfloat16_paths(classifier):
                                   enc["input_ids"][:, :longest])
     np.testing.assert_allclose(probs, want, atol=1e-5)
   assert widths == {"longest": longest, "buckets": 16, "xla": 16}
-  # One short sentence alone: the smallest bucket.
+  # One short sentence alone: the smallest bucket; a bucket past max_seq_length is it.
   module = ClassifierServing(classifier, vocab, 24, SPEC.label_names,
                              ServingOptions(length_buckets=(8, 16)))
   assert _texts_through(module, ["Good."])[0]["input_ids"].shape[1] == 8
+  module = ClassifierServing(classifier, vocab, 24, SPEC.label_names,
+                             ServingOptions(length_buckets=(128,)))
+  assert _texts_through(module, ["Good."])[0]["input_ids"].shape[1] == 24
 
   bf16 = ClassifierServing(classifier, vocab, 24, SPEC.label_names,
                            ServingOptions(dtype="bfloat16"))
