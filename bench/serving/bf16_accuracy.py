@@ -23,16 +23,10 @@ import time
 import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  registers the ops of the text signatures
-import tf_keras
-from serving_lib import cpu_description, minilm_dir, save_classifier
+from serving_lib import cpu_description, fine_tuned_classifier, save_classifier
 
-from electra_tf.checkpoints import converter
-from electra_tf.config import FinetuneConfig
-from electra_tf.data.tokenizer import WordPieceTokenizer
-from electra_tf.model.finetune_models import build_finetune_model, model_for_task
 from electra_tf.serving import saved_model
 from electra_tf.serving.signatures import ServingOptions
-from electra_tf.tasks import classification_data
 
 MAX_SEQ_LENGTH = 128
 
@@ -54,29 +48,13 @@ def main() -> None:
   parser.add_argument("--seed", type=int, default=0)
   args = parser.parse_args()
 
-  tf_keras.utils.set_random_seed(args.seed)
-  loaded = converter.load(minilm_dir())
-  tokenizer = WordPieceTokenizer(loaded.vocab_path)
-  spec, train, dev = classification_data.movie_reviews(seed=0)
-  train = train[:args.train_examples]
-  config = FinetuneConfig(task="classification", max_seq_length=MAX_SEQ_LENGTH)
-  model = build_finetune_model(model_for_task(config, loaded.config.model, 2))
-  model.encoder.set_weights(loaded.discriminator.encoder.get_weights())
-  model.compile(tf_keras.optimizers.Adam(5e-5))
-  data = classification_data.encode(train, tokenizer, MAX_SEQ_LENGTH, spec)
-  start = time.perf_counter()
-  model.fit(tf.data.Dataset.from_tensor_slices(data).shuffle(4096, seed=args.seed).batch(32),
-            epochs=args.epochs, verbose=2)
-  print(f"fine-tuned on {len(train)} sentences in {time.perf_counter() - start:.0f} s")
-
-  dev_data = classification_data.encode(dev, tokenizer, MAX_SEQ_LENGTH, spec)
-  labels = dev_data.pop("label")
-  keras_probs = model.predict({k: tf.constant(dev_data[k]) for k in
-                               ("input_ids", "input_mask", "segment_ids")},
+  model, config, vocab_path, dev, inputs, labels = fine_tuned_classifier(
+      MAX_SEQ_LENGTH, args.train_examples, args.epochs, args.seed)
+  keras_probs = model.predict({k: tf.constant(v) for k, v in inputs.items()},
                               batch_size=64, verbose=0)["probabilities"]
   texts = [e.texts[0] for e in dev]
   with tempfile.TemporaryDirectory() as tmp:
-    run = save_classifier(model, config, loaded.vocab_path, os.path.join(tmp, "run"))
+    run = save_classifier(model, config, vocab_path, os.path.join(tmp, "run"))
     served = {}
     for dtype in ("float32", "bfloat16"):
       path = saved_model.export(run, None, os.path.join(tmp, dtype), ServingOptions(dtype=dtype))

@@ -19,15 +19,9 @@ import time
 
 import numpy as np
 import tensorflow as tf
-import tf_keras
-from serving_lib import minilm_dir, save_classifier
+from serving_lib import fine_tuned_classifier, save_classifier
 
-from electra_tf.checkpoints import converter
-from electra_tf.config import FinetuneConfig
-from electra_tf.data.tokenizer import WordPieceTokenizer
-from electra_tf.model.finetune_models import build_finetune_model, model_for_task
 from electra_tf.serving import sources, tflite_export
-from electra_tf.tasks import classification_data
 
 
 def _tflite_predictions(path: str, inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, float]:
@@ -48,28 +42,12 @@ def main() -> None:
   parser.add_argument("--max_seq_length", type=int, default=64)
   args = parser.parse_args()
 
-  tf_keras.utils.set_random_seed(0)
-  loaded = converter.load(minilm_dir())
-  tokenizer = WordPieceTokenizer(loaded.vocab_path)
-  spec, train, dev = classification_data.movie_reviews(seed=0)
-  train = train[:args.train_examples]
-  config = FinetuneConfig(task="classification", max_seq_length=args.max_seq_length)
-  model = build_finetune_model(model_for_task(config, loaded.config.model, 2))
-  model.encoder.set_weights(loaded.discriminator.encoder.get_weights())
-  model.compile(tf_keras.optimizers.Adam(5e-5))
-  data = classification_data.encode(train, tokenizer, args.max_seq_length, spec)
-  start = time.perf_counter()
-  model.fit(tf.data.Dataset.from_tensor_slices(data).shuffle(4096, seed=0).batch(32),
-            epochs=args.epochs, verbose=2)
-  print(f"fine-tuned on {len(train)} sentences in {time.perf_counter() - start:.0f} s")
-
-  dev_data = classification_data.encode(dev, tokenizer, args.max_seq_length, spec)
-  labels = dev_data.pop("label")
-  inputs = {k: dev_data[k] for k in ("input_ids", "input_mask", "segment_ids")}
+  model, config, vocab_path, _, inputs, labels = fine_tuned_classifier(
+      args.max_seq_length, args.train_examples, args.epochs)
   keras_pred = model.predict({k: tf.constant(v) for k, v in inputs.items()},
                              batch_size=64, verbose=0)["logits"].argmax(-1)
   with tempfile.TemporaryDirectory() as tmp:
-    save_classifier(model, config, loaded.vocab_path, os.path.join(tmp, "run"))
+    save_classifier(model, config, vocab_path, os.path.join(tmp, "run"))
     out = os.path.join(tmp, "tflite")
     tflite_export.export(sources.load_task(os.path.join(tmp, "run"), "tflite"), out)
     rows = [("keras (float32)", keras_pred, None, None)]
