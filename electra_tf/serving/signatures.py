@@ -54,10 +54,6 @@ class ServingOptions:
       raise UserError(f"length buckets {list(self.length_buckets)} must each be 2 or more "
                       "([CLS] and [SEP])")
 
-  def to_dict(self) -> dict:
-    return {"length_buckets": list(self.length_buckets), "dtype": self.dtype,
-            "jit_compile": self.jit_compile}
-
 
 class _Serving(tf.Module):
   """Holds the Keras model, the vocab asset and the in-graph tokenizer (a tf.Module, so the
@@ -78,9 +74,8 @@ class _Serving(tf.Module):
     if max_seq_length > self.max_positions:
       raise UserError(f"max_seq_length {max_seq_length} is more than the model's "
                       f"{self.max_positions} positions")
-    # A bucket past max_seq_length is max_seq_length (padded_length always has that one).
-    self.buckets = tuple(sorted({min(int(b), max_seq_length)
-                                 for b in self.options.length_buckets}))
+    # padded_length reads a bucket at or past max_seq_length as max_seq_length.
+    self.buckets = tuple(int(b) for b in self.options.length_buckets)
     self.kernel_copies = []
     if self.options.dtype == "bfloat16":
       dtypes = {block.compute_dtype for block in model.encoder.blocks}
